@@ -1,0 +1,279 @@
+"""Attention, written from its equations.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Three flavours are used in the course: scaled dot-product attention (the function
+below), Bahdanau's additive attention (``AdditiveAttention``), and multi-head attention
+(``MultiHeadAttention``). Masks are boolean with True = may attend (see ``minitx.masks``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitx.masks import causal_mask, check_mask
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) -> Tensor:
+    """Softmax over ``dim`` that ignores blocked entries.
+
+    Blocked entries get weight exactly 0. A row where everything is blocked gets all
+    zeros (not NaN, which is what softmax over a row of -inf gives), and its gradient is
+    zero too. ``mask`` must broadcast to ``scores``.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=dim)
+    check_mask(mask, scores.shape)
+    # A huge finite number instead of -inf keeps fully blocked rows free of NaN.
+    filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(filled, dim=dim) * mask
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    scale: float | None = None,
+    temperature: float = 1.0,
+) -> tuple[Tensor, Tensor]:
+    """softmax(q k^T * scale / temperature) v, computed explicitly.
+
+    Shapes: ``q`` (..., T_q, d_k), ``k`` (..., T_k, d_k), ``v`` (..., T_k, d_v);
+    ``mask`` bool, broadcastable to (..., T_q, T_k), True = may attend.
+    ``scale`` defaults to 1/sqrt(d_k). ``temperature`` > 1 flattens, < 1 sharpens.
+
+    Returns ``(out, weights)``: ``out`` (..., T_q, d_v), ``weights`` (..., T_q, T_k).
+    """
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise ValueError(
+            f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if q.size(-1) != k.size(-1):
+        raise ValueError(
+            f"query and key feature sizes differ: q has d_k={q.size(-1)} "
+            f"{tuple(q.shape)}, k has {k.size(-1)} {tuple(k.shape)}"
+        )
+    if k.size(-2) != v.size(-2):
+        raise ValueError(
+            f"keys and values must have the same length T_k: k {tuple(k.shape)}, "
+            f"v {tuple(v.shape)}"
+        )
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.size(-1))
+
+    scores = (q @ k.transpose(-2, -1)) * (scale / temperature)  # (..., T_q, T_k)
+    weights = masked_softmax(scores, mask)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights
+
+
+class AdditiveAttention(nn.Module):
+    """Bahdanau's additive attention: score(q, k_j) = v^T tanh(W_q q + W_k k_j).
+
+    ``forward(query, keys, values=None, mask=None)``:
+    query (B, d_q) for one decoder step or (B, T_q, d_q); keys (B, T_k, d_k);
+    values (B, T_k, d_v), defaulting to ``keys``; mask bool (B, T_k) or broadcastable
+    to (B, T_q, T_k), True = may attend.
+
+    Returns ``(context, weights)``: (B, d_v) and (B, T_k) for a single query,
+    else (B, T_q, d_v) and (B, T_q, T_k).
+    """
+
+    def __init__(self, query_size: int, key_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.query_size, self.key_size = query_size, key_size
+        self.W_q = nn.Linear(query_size, hidden_size, bias=False)
+        self.W_k = nn.Linear(key_size, hidden_size, bias=False)
+        self.v = nn.Linear(hidden_size, 1, bias=False)
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        """Scores (B, T_q, T_k) for queries (B, T_q, d_q) and keys (B, T_k, d_k)."""
+        hidden = torch.tanh(self.W_q(query)[:, :, None, :] + self.W_k(keys)[:, None, :, :])
+        return self.v(hidden).squeeze(-1)  # (B, T_q, T_k)
+
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        return _attend(self, query, keys, values, mask, self.query_size, self.key_size)
+
+
+class DotProductAttention(nn.Module):
+    """The simpler score: score(q, k_j) = q . k_j (divided by sqrt(d) when ``scaled``).
+
+    Same interface and shapes as :class:`AdditiveAttention`; needs d_q == d_k.
+    """
+
+    def __init__(self, size: int, scaled: bool = True) -> None:
+        super().__init__()
+        self.query_size = self.key_size = size
+        self.scaled = scaled
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        """Scores (B, T_q, T_k) for queries (B, T_q, d) and keys (B, T_k, d)."""
+        scores = query @ keys.transpose(-2, -1)
+        return scores / math.sqrt(query.size(-1)) if self.scaled else scores
+
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        return _attend(self, query, keys, values, mask, self.query_size, self.key_size)
+
+
+def _attend(
+    scorer: AdditiveAttention | DotProductAttention,
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor | None,
+    mask: Tensor | None,
+    query_size: int,
+    key_size: int,
+) -> tuple[Tensor, Tensor]:
+    values = keys if values is None else values
+    single = query.dim() == 2
+    if single:
+        query = query[:, None, :]  # (B, 1, d_q)
+    if query.dim() != 3 or keys.dim() != 3 or values.dim() != 3:
+        raise ValueError(
+            f"expected query (B, d_q) or (B, T_q, d_q), keys (B, T_k, d_k), values (B, T_k, "
+            f"d_v); got {tuple(query.shape)}, {tuple(keys.shape)}, {tuple(values.shape)}"
+        )
+    if query.size(-1) != query_size or keys.size(-1) != key_size:
+        raise ValueError(
+            f"expected query features {query_size} and key features {key_size}; got "
+            f"query {tuple(query.shape)}, keys {tuple(keys.shape)}"
+        )
+    if keys.shape[:2] != values.shape[:2] or query.size(0) != keys.size(0):
+        raise ValueError(
+            f"batch and length must agree: query {tuple(query.shape)}, keys "
+            f"{tuple(keys.shape)}, values {tuple(values.shape)}"
+        )
+    scores = scorer.score(query, keys)  # (B, T_q, T_k)
+    if mask is not None:
+        check_mask(mask)
+        if mask.dim() == 2:
+            mask = mask[:, None, :]  # (B, 1, T_k)
+    weights = masked_softmax(scores, mask)
+    context = weights @ values  # (B, T_q, d_v)
+    if single:
+        return context.squeeze(1), weights.squeeze(1)
+    return context, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: h heads of size d_model / h, concatenated, projected by W_O.
+
+    ``forward(query, key=None, value=None, mask=None, need_weights=False, is_causal=False)``
+    with query (B, T_q, d_model) and key/value (B, T_k, d_model); self-attention when
+    key/value are omitted, cross-attention otherwise. ``mask`` is bool, broadcastable to
+    (B, h, T_q, T_k), True = may attend; ``is_causal`` adds the causal mask.
+
+    Returns ``(out, weights)``: out (B, T_q, d_model); weights (B, h, T_q, T_k) when
+    ``need_weights`` else None. Without weights it takes PyTorch's fused kernel
+    (``F.scaled_dot_product_attention``), which computes the same thing faster.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        if n_heads < 1 or d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by n_heads: got d_model={d_model}, n_heads={n_heads}"
+            )
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout
+        # W_Q, W_K, W_V stacked in one matrix, as in PyTorch: one matmul for self-attention.
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        if key is query and value is query:
+            return self.in_proj(query).split(self.d_model, dim=-1)
+        w_q, w_k, w_v = self.in_proj.weight.split(self.d_model)
+        b_q = b_k = b_v = None
+        if self.in_proj.bias is not None:
+            b_q, b_k, b_v = self.in_proj.bias.split(self.d_model)
+        return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.dim() != 3 or t.size(-1) != self.d_model:
+                raise ValueError(
+                    f"{name} must be (B, T, d_model={self.d_model}), got {tuple(t.shape)}"
+                )
+        B, T_q, _ = query.size()
+        T_k = key.size(1)
+        if key.size(0) != B or value.size(0) != B or value.size(1) != T_k:
+            raise ValueError(
+                f"batch/length mismatch: query {tuple(query.shape)}, key {tuple(key.shape)}, "
+                f"value {tuple(value.shape)}"
+            )
+        if mask is not None:
+            check_mask(mask, (B, self.n_heads, T_q, T_k))
+        if is_causal and T_q != T_k:
+            raise ValueError(f"is_causal needs T_q == T_k, got {T_q} and {T_k}")
+
+        q, k, v = self._project(query, key, value)
+        q = q.view(B, T_q, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_q, d_head)
+        k = k.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
+        v = v.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
+        dropout_p = self.dropout if self.training else 0.0
+
+        if is_causal and mask is not None:
+            mask = mask & causal_mask(T_q, device=query.device)
+            is_causal = False
+        if need_weights or (mask is not None and not bool(mask.any(dim=-1).all())):
+            # Explicit path: weights asked for, or a row with nothing to attend to
+            # (the fused kernel would give NaN there, ours gives zeros).
+            if is_causal:
+                mask = causal_mask(T_q, device=query.device)
+            y, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+        else:
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+            )
+            weights = None
+        y = y.transpose(1, 2).contiguous().view(B, T_q, self.d_model)  # (B, T_q, d_model)
+        return self.out_proj(y), (weights if need_weights else None)
+
+    @classmethod
+    def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
+        """Copy the weights of a ``batch_first`` ``nn.MultiheadAttention``."""
+        if not isinstance(module, nn.MultiheadAttention):
+            raise TypeError(f"expected nn.MultiheadAttention, got {type(module).__name__}")
+        if not module.batch_first:
+            raise ValueError("expected nn.MultiheadAttention(batch_first=True)")
+        if not module._qkv_same_embed_dim or module.bias_k is not None:
+            raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim is supported")
+        bias = module.in_proj_bias is not None
+        ours = cls(module.embed_dim, module.num_heads, dropout=module.dropout, bias=bias)
+        ours = ours.to(dtype=module.in_proj_weight.dtype, device=module.in_proj_weight.device)
+        with torch.no_grad():
+            ours.in_proj.weight.copy_(module.in_proj_weight)
+            ours.out_proj.weight.copy_(module.out_proj.weight)
+            if bias:
+                ours.in_proj.bias.copy_(module.in_proj_bias)
+                ours.out_proj.bias.copy_(module.out_proj.bias)
+        return ours
+
