@@ -66,6 +66,13 @@ def scaled_dot_product_attention(
             f"keys and values must have the same length T_k: k {tuple(k.shape)}, "
             f"v {tuple(v.shape)}"
         )
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the batch dimensions of q, k, v (all but the last two) must broadcast; got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        ) from None
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if not 0.0 <= dropout_p < 1.0:

@@ -36,7 +36,7 @@ def padding_mask(lengths: Sequence[int] | Tensor, T: int) -> Tensor:
             f"padding_mask expects a 1-D sequence of integer lengths, got "
             f"{tuple(lengths.shape)} of {lengths.dtype}"
         )
-    if not isinstance(T, int) or T < 1:
+    if not isinstance(T, int) or isinstance(T, bool) or T < 1:
         raise ValueError(f"padding_mask expects T >= 1, got {T!r}")
     if (lengths < 0).any() or (lengths > T).any():
         raise ValueError(f"padding_mask expects lengths in [0, {T}], got {lengths.tolist()}")

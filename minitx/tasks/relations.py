@@ -1,0 +1,480 @@
+"""A toy task that needs two relations, and a tiny attention-only model that learns it.
+
+A sequence starts with ``^`` and holds letters and up to three pairs of delimiters, each
+pair of a different kind, properly nested::
+
+    ^ a b ( c d [ e ] f ) g h < a > b
+
+At every position the model answers two questions at once:
+
+- **previous**: which token stands just before me? (every position but the first)
+- **partner**: where is my partner? (delimiters only: ``)`` points at its ``(`` and
+  ``(`` at its ``)``; letters and ``^`` have no answer, marked ``IGNORE``)
+
+The first is a relation between *positions* (always one step back), the second a relation
+between *contents* (the other delimiter of the same kind, wherever it is). A model with
+several heads can give each relation its own head; :func:`relation_scores` measures
+whether it did.
+
+The model, :class:`RelationNet`, is embeddings + learned positions, ``n_layers`` residual
+layers of :class:`minitx.attention.MultiHeadAttention` (no MLP, no LayerNorm) and two
+linear read-outs. Everything is generated from a seed: the same seed gives the same
+data and, with :func:`train`, the same model on any machine with the same torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitx.attention import MultiHeadAttention
+
+BOS = "^"
+LETTERS = "abcdefgh"
+PAIRS = ("()", "[]", "{}", "<>")
+IGNORE = -100  # target of positions without an answer (ignored by the loss)
+
+
+class RelationBatch(NamedTuple):
+    """Token ids and both targets, each a long tensor (B, T).
+
+    ``prev[b, t] = x[b, t-1]`` (``IGNORE`` at t = 0); ``partner[b, t]`` is the position of
+    the delimiter matching ``x[b, t]`` (``IGNORE`` on ``^`` and letters).
+    """
+
+    x: Tensor
+    prev: Tensor
+    partner: Tensor
+
+
+class RelationOutput(NamedTuple):
+    """What :class:`RelationNet` returns.
+
+    ``prev_logits`` (B, T, vocab_size), ``partner_logits`` (B, T, T) (scores over
+    positions), ``weights`` (B, L, H, T, T) attention weights or None.
+    """
+
+    prev_logits: Tensor
+    partner_logits: Tensor
+    weights: Tensor | None
+
+
+class RelationScores(NamedTuple):
+    """Mean attention weight each head puts on each relation, both (L, H).
+
+    ``previous[l, h]``: weight on position t-1, averaged over queries t >= 1;
+    ``partner[l, h]``: weight on the partner, averaged over delimiter queries.
+    """
+
+    previous: Tensor
+    partner: Tensor
+
+
+@dataclass(frozen=True)
+class RelationTask:
+    """Generator of the two-relation task.
+
+    ``seq_len`` tokens per sequence (``^`` included); each sequence holds between 1 and
+    ``max_pairs`` delimiter pairs of distinct kinds (from :data:`PAIRS`), the rest are
+    letters drawn from the first ``n_letters`` of :data:`LETTERS`.
+    """
+
+    seq_len: int = 16
+    max_pairs: int = 3
+    n_letters: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("seq_len", "max_pairs", "n_letters"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if not 1 <= self.max_pairs <= len(PAIRS):
+            raise ValueError(f"max_pairs must be in [1, {len(PAIRS)}], got {self.max_pairs}")
+        if self.seq_len < 2 * self.max_pairs + 1:
+            raise ValueError(
+                f"seq_len must leave room for ^ and {self.max_pairs} pairs "
+                f"(>= {2 * self.max_pairs + 1}), got {self.seq_len}"
+            )
+        if not 1 <= self.n_letters <= len(LETTERS):
+            raise ValueError(f"n_letters must be in [1, {len(LETTERS)}], got {self.n_letters}")
+
+    # -- vocabulary ---------------------------------------------------------------------
+    @property
+    def itos(self) -> tuple[str, ...]:
+        """Id -> token: ``^``, the letters, the openers, the closers."""
+        openers = tuple(p[0] for p in PAIRS)
+        closers = tuple(p[1] for p in PAIRS)
+        return (BOS, *LETTERS[: self.n_letters], *openers, *closers)
+
+    @property
+    def stoi(self) -> dict[str, int]:
+        """Token -> id."""
+        return {s: i for i, s in enumerate(self.itos)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str) -> Tensor:
+        """``"^ab(c)..."`` (one character per token, spaces ignored) -> long tensor (T,)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        stoi = self.stoi
+        chars = [c for c in text if not c.isspace()]
+        unknown = sorted({c for c in chars if c not in stoi})
+        if unknown:
+            raise ValueError(f"unknown tokens {unknown}; the vocabulary is {''.join(self.itos)}")
+        return torch.tensor([stoi[c] for c in chars], dtype=torch.long)
+
+    def decode(self, ids: Tensor | Sequence[int]) -> str:
+        """Long tensor or list of ids (T,) -> string of T characters."""
+        ids = torch.as_tensor(ids)
+        if ids.dim() != 1:
+            raise ValueError(f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
+        return "".join(self.itos[i] for i in ids.tolist())
+
+    # -- targets ------------------------------------------------------------------------
+    def targets(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Both targets of token ids ``x`` (B, T): ``(prev, partner)``, each (B, T).
+
+        The partner is found with a stack, as a parser would: a closer matches the most
+        recent unmatched opener, which must be of its kind. Unbalanced input raises
+        ``ValueError``.
+        """
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.dtype != torch.long:
+            raise ValueError(
+                f"x must be a long tensor (B, T), got "
+                f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+            )
+        prev = torch.full_like(x, IGNORE)
+        prev[:, 1:] = x[:, :-1]
+        itos, stoi = self.itos, self.stoi
+        opener_of = {stoi[p[1]]: stoi[p[0]] for p in PAIRS}
+        openers = set(opener_of.values())
+        partner = torch.full_like(x, IGNORE)
+        for b, row in enumerate(x.tolist()):
+            stack: list[int] = []
+            for t, tok in enumerate(row):
+                if tok in openers:
+                    stack.append(t)
+                elif tok in opener_of:
+                    if not stack or row[stack[-1]] != opener_of[tok]:
+                        raise ValueError(f"sequence {b}: {itos[tok]!r} at {t} has no partner")
+                    s = stack.pop()
+                    partner[b, t], partner[b, s] = s, t
+            if stack:
+                raise ValueError(f"sequence {b}: {itos[row[stack[-1]]]!r} is never closed")
+        return prev, partner
+
+    # -- sampling -----------------------------------------------------------------------
+    def sample(self, n: int, seed: int | torch.Generator = 0) -> RelationBatch:
+        """``n`` sequences: a :class:`RelationBatch` of (n, seq_len) tensors.
+
+        The number of pairs k is uniform in [1, max_pairs]; the nesting is uniform among
+        the balanced bracket words of k pairs (``(())`` or ``()()`` for k = 2); the
+        kinds, the positions and the letters are uniform too. ``seed`` is an int or a
+        ``torch.Generator`` (which is advanced). Vectorised: no Python loop per sequence.
+        """
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"n must be a positive int, got {n!r}")
+        g = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(seed)
+        T, M, n_let = self.seq_len, self.max_pairs, self.n_letters
+        pair_of, is_close, n_words = _bracket_words(M)  # (W, 2M), (W, 2M), per k
+
+        # Which word: k uniform, then a word uniform among those with k pairs.
+        k = torch.randint(1, M + 1, (n,), generator=g)  # (n,)
+        counts = torch.tensor(n_words)
+        first = torch.cumsum(counts, 0) - counts
+        word = first[k - 1] + (torch.rand(n, generator=g) * counts[k - 1]).long()  # (n,)
+        pair, close = pair_of[word], is_close[word]  # (n, 2M)
+        used = torch.arange(2 * M)[None, :] < 2 * k[:, None]  # (n, 2M)
+
+        # Where: the first 2k of a random permutation of 1..T-1, sorted.
+        slots = torch.rand(n, T - 1, generator=g).argsort(dim=-1)[:, : 2 * M] + 1
+        slots = slots.masked_fill(~used, T).sort(dim=-1).values  # unused slots pushed last
+
+        # Which kinds: a random permutation of PAIRS, pair j gets kind kinds[:, j].
+        kinds = torch.rand(n, len(PAIRS), generator=g).argsort(dim=-1)
+        kind = kinds.gather(1, pair.clamp(min=0))  # (n, 2M)
+        delim = 1 + n_let + kind + close.long() * len(PAIRS)  # opener ids, then closer ids
+
+        x = 1 + torch.randint(0, n_let, (n, T), generator=g)  # letters
+        x[:, 0] = 0  # ^
+        rows = torch.arange(n)[:, None].expand(n, 2 * M)
+        x[rows[used], slots[used]] = delim[used]
+
+        # Partner: the other slot holding the same pair j.
+        same = (pair[:, :, None] == pair[:, None, :]) & ~torch.eye(2 * M, dtype=torch.bool)
+        other = same.float().argmax(dim=-1)  # (n, 2M) index of the partner slot
+        partner = torch.full_like(x, IGNORE)
+        partner[rows[used], slots[used]] = slots.gather(1, other)[used]
+        prev = torch.full_like(x, IGNORE)
+        prev[:, 1:] = x[:, :-1]
+        return RelationBatch(x, prev, partner)
+
+    def batches(self, batch_size: int, seed: int = 0) -> Iterator[RelationBatch]:
+        """An endless stream of fresh batches, all drawn from one generator seeded ``seed``."""
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        g = torch.Generator().manual_seed(seed)
+        while True:
+            yield self.sample(batch_size, g)
+
+
+@functools.cache
+def _bracket_words(max_pairs: int) -> tuple[Tensor, Tensor, tuple[int, ...]]:
+    """Every balanced bracket word of 1..max_pairs pairs, as two (W, 2*max_pairs) tables.
+
+    ``pair[w, i]`` numbers the pair that symbol i belongs to (pairs in order of opening),
+    ``close[w, i]`` says whether it is a closer; padding has pair -1. Also returns the
+    number of words of each size k (the Catalan numbers 1, 2, 5, 14).
+    """
+
+    def words(n_open: int, n_close: int) -> list[str]:
+        if n_open == 0 and n_close == 0:
+            return [""]
+        out = []
+        if n_open > 0:
+            out += ["(" + w for w in words(n_open - 1, n_close + 1)]
+        if n_close > 0:
+            out += [")" + w for w in words(n_open, n_close - 1)]
+        return out
+
+    pairs, closes, counts = [], [], []
+    for k in range(1, max_pairs + 1):
+        ws = words(k, 0)
+        counts.append(len(ws))
+        for w in ws:
+            stack, pair, close, j = [], [], [], 0
+            for c in w:
+                if c == "(":
+                    stack.append(j)
+                    pair.append(j)
+                    j += 1
+                else:
+                    pair.append(stack.pop())
+                close.append(c == ")")
+            pad = 2 * max_pairs - len(w)
+            pairs.append(pair + [-1] * pad)
+            closes.append(close + [False] * pad)
+    return torch.tensor(pairs), torch.tensor(closes), tuple(counts)
+
+
+class RelationNet(nn.Module):
+    """Attention only: token + position embeddings, ``n_layers`` residual multi-head
+    attention layers, then two linear read-outs.
+
+    ``forward(x (B, T) long, need_weights=False) -> RelationOutput`` with
+    ``prev_logits`` (B, T, vocab_size), ``partner_logits`` (B, T, seq_len) and, when
+    ``need_weights``, ``weights`` (B, L, H, T, T). No causal mask: a ``(`` must see its
+    ``)`` further right.
+    """
+
+    def __init__(
+        self, vocab_size: int, seq_len: int, d_model: int = 32, n_heads: int = 2, n_layers: int = 2
+    ) -> None:
+        super().__init__()
+        if n_layers < 1:
+            raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+        self.seq_len, self.n_layers, self.n_heads = seq_len, n_layers, n_heads
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(seq_len, d_model)
+        self.layers = nn.ModuleList(MultiHeadAttention(d_model, n_heads) for _ in range(n_layers))
+        self.prev_head = nn.Linear(d_model, vocab_size)
+        self.partner_head = nn.Linear(d_model, seq_len)
+
+    @classmethod
+    def for_task(cls, task: RelationTask, **kwargs: int) -> RelationNet:
+        """A model sized for ``task`` (vocabulary and sequence length)."""
+        return cls(task.vocab_size, task.seq_len, **kwargs)
+
+    def forward(self, x: Tensor, need_weights: bool = False) -> RelationOutput:
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.dtype != torch.long:
+            raise ValueError(
+                f"x must be a long tensor (B, T), got "
+                f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+            )
+        B, T = x.size()
+        if T != self.seq_len:
+            raise ValueError(f"expected sequences of length {self.seq_len}, got {T}")
+        h = self.tok_emb(x) + self.pos_emb(torch.arange(T, device=x.device))  # (B, T, C)
+        weights = []
+        for attn in self.layers:
+            a, w = attn(h, need_weights=need_weights)  # w: (B, H, T, T) or None
+            h = h + a  # residual: each layer adds what its heads found
+            weights.append(w)
+        stacked = torch.stack(weights, dim=1) if need_weights else None  # (B, L, H, T, T)
+        return RelationOutput(self.prev_head(h), self.partner_head(h), stacked)
+
+    @torch.no_grad()
+    def attention_maps(self, x: Tensor) -> Tensor:
+        """Attention weights of every layer and head, in eval mode without gradients.
+
+        ``x`` (T,) -> (L, H, T, T); ``x`` (B, T) -> (B, L, H, T, T).
+        """
+        single = isinstance(x, Tensor) and x.dim() == 1
+        was_training = self.training
+        self.eval()
+        try:
+            weights = self(x[None] if single else x, need_weights=True).weights
+        finally:
+            self.train(was_training)
+        return weights[0] if single else weights
+
+
+def relation_loss(out: RelationOutput, batch: RelationBatch) -> Tensor:
+    """Sum of the two cross-entropies (positions marked ``IGNORE`` left out)."""
+    prev = F.cross_entropy(out.prev_logits.flatten(0, 1), batch.prev.flatten(),
+                           ignore_index=IGNORE)
+    partner = F.cross_entropy(out.partner_logits.flatten(0, 1), batch.partner.flatten(),
+                              ignore_index=IGNORE)
+    return prev + partner
+
+
+@torch.no_grad()
+def accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
+    """Fraction of answered positions right: ``{"previous": ..., "partner": ...}``."""
+    was_training = model.training
+    model.eval()
+    try:
+        out = model(batch.x)
+    finally:
+        model.train(was_training)
+    result = {}
+    for name, logits, target in (
+        ("previous", out.prev_logits, batch.prev),
+        ("partner", out.partner_logits, batch.partner),
+    ):
+        keep = target != IGNORE
+        result[name] = (logits.argmax(-1) == target)[keep].float().mean().item()
+    return result
+
+
+@contextlib.contextmanager
+def _num_threads(n: int | None) -> Iterator[None]:
+    if n is None:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def train(
+    model: RelationNet,
+    task: RelationTask,
+    steps: int = 300,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    seed: int = 0,
+    num_threads: int | None = 1,
+) -> list[float]:
+    """Train ``model`` with Adam on fresh batches from ``task.batches(batch_size, seed)``.
+
+    Returns the loss of every step. ``num_threads=1`` (the default) runs torch on one
+    thread while training: matrices this small gain nothing from a second one, and
+    on a shared CPU the threads' synchronisation costs far more than the work; it also
+    makes the result independent of the machine's core count. ``None`` leaves torch's
+    setting alone. The model's parameters decide the starting point: seed torch before
+    building the model.
+    """
+    if steps < 1 or batch_size < 1 or not lr > 0:
+        raise ValueError(
+            f"need steps >= 1, batch_size >= 1 and lr > 0; got {steps}, {batch_size}, {lr}"
+        )
+    if model.seq_len != task.seq_len:
+        raise ValueError(f"model expects length {model.seq_len}, task makes {task.seq_len}")
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    model.train()
+    with _num_threads(num_threads):
+        for _, batch in zip(range(steps), task.batches(batch_size, seed)):
+            loss = relation_loss(model(batch.x), batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+def relation_scores(weights: Tensor, batch: RelationBatch) -> RelationScores:
+    """How much weight each head puts on each relation.
+
+    ``weights`` (B, L, H, T, T) from ``RelationNet(..., need_weights=True)`` on
+    ``batch.x``. Returns :class:`RelationScores` with two (L, H) tensors in [0, 1]: the
+    mean weight on the previous token (queries t >= 1) and on the partner (delimiter
+    queries). A score near 1 means the head does that one thing.
+    """
+    T = batch.x.size(-1)
+    if weights.dim() != 5 or tuple(weights.shape[-2:]) != (T, T) or weights.size(0) != len(batch.x):
+        raise ValueError(
+            f"weights must be (B, L, H, T, T) for x of shape {tuple(batch.x.shape)}, "
+            f"got {tuple(weights.shape)}"
+        )
+    B, L, H, T, _ = weights.shape
+    t = torch.arange(1, T)
+    previous = weights[:, :, :, t, t - 1].mean(dim=(0, 3))  # (L, H)
+    b, q = (batch.partner != IGNORE).nonzero(as_tuple=True)
+    on_partner = weights[b, :, :, q, batch.partner[b, q]]  # (N, L, H)
+    return RelationScores(previous, on_partner.mean(dim=0))
+
+
+def ablate_heads(model: RelationNet, heads: Iterable[tuple[int, int]]) -> RelationNet:
+    """A copy of ``model`` with the given ``(layer, head)`` pairs switched off.
+
+    The output projection W_O reads head h from columns ``h*d_head : (h+1)*d_head`` of
+    ``out_proj.weight``; zeroing them removes exactly that head's contribution and
+    leaves every attention weight of its layer (and of the layers before) unchanged.
+    """
+    ablated = copy.deepcopy(model)
+    for layer, head in heads:
+        if not (0 <= layer < model.n_layers and 0 <= head < model.n_heads):
+            raise ValueError(
+                f"no head ({layer}, {head}) in a model of {model.n_layers} layers x "
+                f"{model.n_heads} heads"
+            )
+        attn = ablated.layers[layer]
+        cols = slice(head * attn.d_head, (head + 1) * attn.d_head)
+        with torch.no_grad():
+            attn.out_proj.weight[:, cols] = 0.0
+    return ablated
+
+
+@torch.no_grad()
+def head_contributions(model: RelationNet, x: Tensor) -> Tensor:
+    """What each head adds to the residual stream: (B, L, H, T, d_model).
+
+    Head h of a layer adds ``W_O[:, cols_h] (A_h V_h)``: concatenating the heads and
+    projecting with W_O is the same as projecting each head with its own block of W_O's
+    columns and summing. So, per layer, the H contributions plus ``out_proj.bias`` add
+    up to the layer's output. Eval mode, no gradients.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        B, T = x.size()
+        h = model.tok_emb(x) + model.pos_emb(torch.arange(T, device=x.device))  # (B, T, C)
+        per_layer = []
+        for attn in model.layers:
+            a, w = attn(h, need_weights=True)  # w: (B, H, T, T)
+            _, _, v = attn._project(h, h, h)
+            v = v.view(B, T, attn.n_heads, attn.d_head).transpose(1, 2)  # (B, H, T, hs)
+            z = w @ v  # (B, H, T, hs)
+            w_o = attn.out_proj.weight.view(-1, attn.n_heads, attn.d_head)  # (C, H, hs)
+            per_layer.append(torch.einsum("bhtd,chd->bhtc", z, w_o))  # (B, H, T, C)
+            h = h + a
+    finally:
+        model.train(was_training)
+    return torch.stack(per_layer, dim=1)  # (B, L, H, T, C)

@@ -1,0 +1,623 @@
+"""A training loop that knows nothing about GPT (in the spirit of minGPT's trainer).
+
+What the trainer needs:
+
+- a ``model`` (any ``nn.Module``) whose call ``model(x, y)`` returns ``(output, loss)``
+  with ``loss`` a scalar tensor;
+- a batch source ``get_batch(split, generator) -> (x, y)`` for ``split`` in
+  {'train', 'val'}, drawing its randomness from ``generator`` (see ``minitx.batches``);
+- a ``TrainConfig``.
+
+What it does: AdamW with decoupled weight decay on matrices only, linear warmup then
+cosine decay of the learning rate (``lr_at``), gradient clipping, periodic evaluation
+on fixed validation batches, a tqdm progress bar (loss, val loss, tokens/s), a
+``history`` of plain lists for plotting, and callbacks so that checkpointing, logging or
+early stopping live outside the loop. Ctrl-C stops at the end of the current step, runs
+the ``on_interrupt`` callbacks (the CLI saves a checkpoint there) and re-raises
+``KeyboardInterrupt``.
+
+The device is picked without flags: CUDA when present (bf16 autocast, fused AdamW,
+TF32 matmuls, ``torch.compile``), else Apple's mps, else the CPU (float32, every core
+the process may use).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torch import Tensor, nn
+
+BatchFn = Callable[[str, torch.Generator], tuple[Tensor, Tensor]]
+Callback = Callable[["Trainer"], None]
+
+EVENTS = ("on_step_end", "on_eval_end", "on_interrupt", "on_train_end")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+HISTORY_KEYS = (
+    "step",  # logged every log_interval steps
+    "train_loss",  # mean training loss over the steps since the previous log
+    "lr",
+    "grad_norm",  # total gradient norm before clipping, at the logged step
+    "tokens_per_s",
+    "elapsed_s",  # wall time since the start of training (resumed runs continue it)
+    "eval_step",  # logged every eval_interval steps
+    "val_loss",
+    "eval_train_loss",  # only filled when TrainConfig.eval_train is True
+)
+
+
+# ---------------------------------------------------------------- learning-rate schedule
+def lr_at(
+    step: int, *, learning_rate: float, min_lr: float, warmup_steps: int, decay_steps: int
+) -> float:
+    """Learning rate for optimisation step ``step`` (0-based): linear warmup, then cosine.
+
+    - ``step < warmup_steps``: rises linearly, ``learning_rate * (step + 1) / warmup_steps``;
+    - ``warmup_steps <= step < decay_steps``: cosine from ``learning_rate`` down to ``min_lr``;
+    - ``step >= decay_steps``: ``min_lr``.
+
+    With ``min_lr == learning_rate`` and ``warmup_steps == 0`` the rate is constant.
+    """
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}")
+    if warmup_steps < 0 or decay_steps < warmup_steps:
+        raise ValueError(
+            f"need 0 <= warmup_steps <= decay_steps, got warmup_steps={warmup_steps}, "
+            f"decay_steps={decay_steps}"
+        )
+    if step < warmup_steps:
+        return learning_rate * (step + 1) / warmup_steps
+    if step >= decay_steps:
+        return min_lr
+    ratio = (step - warmup_steps) / max(1, decay_steps - warmup_steps)  # in [0, 1)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * ratio))  # 1 -> 0
+    return min_lr + coeff * (learning_rate - min_lr)
+
+
+# ---------------------------------------------------------------- configuration
+@dataclass
+class TrainConfig:
+    """Everything the training loop needs to know; nothing about the model.
+
+    ``lr_decay_steps=None`` means "decay until ``max_steps``". ``grad_clip=0`` turns
+    clipping off. ``device='auto'`` picks CUDA, then mps, then CPU; ``dtype='auto'``
+    picks bfloat16 autocast on CUDA (when supported) and float32 elsewhere;
+    ``compile=None`` compiles on CUDA only. ``seed`` seeds the batch generator (the
+    caller seeds the model's initialisation).
+    """
+
+    max_steps: int = 2000
+    batch_size: int = 12
+    learning_rate: float = 1e-3
+    min_lr: float = 1e-4
+    warmup_steps: int = 100
+    lr_decay_steps: int | None = None
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.99)
+    grad_clip: float = 1.0
+    eval_interval: int = 250
+    eval_steps: int = 20
+    eval_train: bool = False
+    log_interval: int = 10
+    device: str = "auto"
+    dtype: str = "auto"
+    compile: bool | None = None
+    seed: int = 1337
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.betas = tuple(float(b) for b in self.betas)  # lists come back from checkpoints
+        for name in ("max_steps", "batch_size", "eval_interval", "eval_steps", "log_interval"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ValueError(
+                f"TrainConfig.warmup_steps must be an int >= 0, got {self.warmup_steps!r}"
+            )
+        if self.lr_decay_steps is not None and self.lr_decay_steps < self.warmup_steps:
+            raise ValueError(
+                f"TrainConfig.lr_decay_steps ({self.lr_decay_steps}) must be >= warmup_steps "
+                f"({self.warmup_steps})"
+            )
+        if not self.learning_rate > 0 or not 0 <= self.min_lr <= self.learning_rate:
+            raise ValueError(
+                f"need learning_rate > 0 and 0 <= min_lr <= learning_rate, got "
+                f"learning_rate={self.learning_rate}, min_lr={self.min_lr}"
+            )
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise ValueError(
+                f"weight_decay and grad_clip must be >= 0, got weight_decay={self.weight_decay}, "
+                f"grad_clip={self.grad_clip}"
+            )
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
+        if self.device not in ("auto", "cpu", "cuda", "mps") and not self.device.startswith(
+            "cuda:"
+        ):
+            raise ValueError(
+                f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {self.device!r}"
+            )
+        if self.dtype not in ("auto", *DTYPES):
+            raise ValueError(
+                f"dtype must be 'auto', {', '.join(map(repr, DTYPES))}, got {self.dtype!r}"
+            )
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of step ``step`` under this config (see the module-level ``lr_at``)."""
+        return lr_at(
+            step,
+            learning_rate=self.learning_rate,
+            min_lr=self.min_lr,
+            warmup_steps=self.warmup_steps,
+            decay_steps=self.max_steps if self.lr_decay_steps is None else self.lr_decay_steps,
+        )
+
+    def to_dict(self) -> dict:
+        """Plain dict (lists, numbers, str, None): safe for ``torch.load(weights_only=True)``."""
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        """Inverse of ``to_dict``; unknown keys are an error."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown TrainConfig fields: {sorted(unknown)}")
+        return cls(**d)
+
+
+# ---------------------------------------------------------------- device and runtime
+@dataclass(frozen=True)
+class Runtime:
+    """How training will run on the chosen device (decided by ``plan_runtime``)."""
+
+    device: torch.device
+    dtype: torch.dtype  # autocast dtype; float32 means no autocast
+    compile: bool
+    fused_adamw: bool
+    tf32: bool
+    num_threads: int  # CPU threads torch uses for intra-op parallelism
+
+
+def available_cpus() -> int:
+    """Number of CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def cpu_threads(env: dict[str, str] | None = None, cpus: int | None = None) -> int:
+    """Threads for CPU training: ``$OMP_NUM_THREADS`` when set (the user asked), else every
+    available core. On a machine shared with other busy processes one thread per process
+    can be several times faster than oversubscribed cores; set ``OMP_NUM_THREADS=1`` then.
+    """
+    env = os.environ if env is None else env
+    value = env.get("OMP_NUM_THREADS", "").strip()
+    if value:
+        try:
+            n = int(value)
+        except ValueError:
+            raise ValueError(f"OMP_NUM_THREADS must be a positive int, got {value!r}") from None
+        if n >= 1:
+            return n
+        raise ValueError(f"OMP_NUM_THREADS must be a positive int, got {value!r}")
+    return available_cpus() if cpus is None else cpus
+
+
+def select_device(
+    requested: str = "auto",
+    *,
+    cuda_available: bool | None = None,
+    mps_available: bool | None = None,
+) -> torch.device:
+    """'auto' -> CUDA if available, else mps if available, else CPU.
+
+    An explicit request for an absent backend is a ValueError. The availability flags
+    default to asking torch; tests pass them to exercise the logic on any machine.
+    """
+    if cuda_available is None:
+        cuda_available = torch.cuda.is_available()
+    if mps_available is None:
+        mps = getattr(torch.backends, "mps", None)
+        mps_available = bool(mps is not None and mps.is_available())
+    if requested == "auto":
+        if cuda_available:
+            return torch.device("cuda")
+        return torch.device("mps" if mps_available else "cpu")
+    device = torch.device(requested)
+    if device.type == "cuda" and not cuda_available:
+        raise ValueError(f"device {requested!r} was requested but CUDA is not available")
+    if device.type == "mps" and not mps_available:
+        raise ValueError(f"device {requested!r} was requested but Apple mps is not available")
+    return device
+
+
+def plan_runtime(
+    config: TrainConfig,
+    *,
+    cuda_available: bool | None = None,
+    mps_available: bool | None = None,
+    bf16_supported: bool | None = None,
+    cpus: int | None = None,
+) -> Runtime:
+    """Decide device, autocast dtype, compile, fused AdamW, TF32 and threads for ``config``.
+
+    CUDA: bf16 autocast (if the GPU supports it), fused AdamW, TF32, compile.
+    mps: float32, no compile. CPU: float32, no compile, every available core (or
+    ``$OMP_NUM_THREADS``, see ``cpu_threads``).
+    A pure function of its inputs: nothing is changed until ``apply_runtime``.
+    """
+    device = select_device(
+        config.device, cuda_available=cuda_available, mps_available=mps_available
+    )
+    is_cuda = device.type == "cuda"
+    if config.dtype == "auto":
+        if bf16_supported is None:
+            bf16_supported = is_cuda and torch.cuda.is_bf16_supported()
+        dtype = torch.bfloat16 if is_cuda and bf16_supported else torch.float32
+    else:
+        dtype = DTYPES[config.dtype]
+    compile_ = is_cuda if config.compile is None else bool(config.compile)
+    return Runtime(
+        device=device,
+        dtype=dtype,
+        compile=compile_,
+        fused_adamw=is_cuda,
+        tf32=is_cuda,
+        num_threads=cpu_threads(cpus=cpus),
+    )
+
+
+def apply_runtime(runtime: Runtime) -> None:
+    """Switch on what ``runtime`` asks for (TF32 on CUDA; thread count on CPU)."""
+    if runtime.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if runtime.device.type == "cpu" and torch.get_num_threads() != runtime.num_threads:
+        torch.set_num_threads(runtime.num_threads)
+
+
+def autocast(runtime: Runtime) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` for a reduced-precision runtime, else a no-op context."""
+    if runtime.dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=runtime.device.type, dtype=runtime.dtype)
+
+
+# ---------------------------------------------------------------- optimiser
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Split trainable parameters for AdamW: decay on matrices (dim >= 2), none on the rest.
+
+    Decayed: Linear weights and embedding tables (with a tied output head the token
+    embedding *is* the output matrix, so it is treated like one). Not decayed: biases and
+    LayerNorm gains/shifts (dim 1), whose scale has nothing to do with overfitting.
+    Tied parameters are counted once.
+    """
+    decay, no_decay = [], []
+    for _, p in model.named_parameters():  # named_parameters() yields a tied tensor once
+        if not p.requires_grad:
+            continue
+        (decay if p.dim() >= 2 else no_decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
+def make_optimizer(
+    model: nn.Module, config: TrainConfig, *, fused: bool = False
+) -> torch.optim.AdamW:
+    """AdamW over ``param_groups(model, config.weight_decay)``."""
+    groups = param_groups(model, config.weight_decay)
+    kwargs = {"fused": True} if fused else {}
+    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=config.betas, **kwargs)
+
+
+# ---------------------------------------------------------------- Ctrl-C handling
+class _DeferredInterrupt:
+    """Turn the first SIGINT into a flag checked between steps, so a checkpoint is consistent.
+
+    A second Ctrl-C raises at once. Signal handlers can only be set from the main
+    thread; elsewhere the plain ``KeyboardInterrupt`` path of the loop is used.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+        self._installed = False
+
+    def _handler(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(
+            "\ninterrupt: stopping after this step (Ctrl-C again to abort at once)",
+            file=sys.stderr,
+        )
+
+    def __enter__(self) -> _DeferredInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+
+
+# ---------------------------------------------------------------- the trainer
+class Trainer:
+    """Train ``model`` on batches from ``get_batch`` following ``config``.
+
+    Args:
+        model: any module with ``model(x, y) -> (output, loss)``.
+        config: a ``TrainConfig``.
+        get_batch: ``get_batch(split, generator) -> (x, y)``; the batch size it returns
+            must equal ``config.batch_size``.
+        callbacks: optional ``{event: [fn(trainer), ...]}`` for the events in ``EVENTS``.
+
+    Attributes read by callbacks: ``step`` (optimisation steps done), ``model``,
+    ``optimizer``, ``generator`` (the batch generator), ``history``, ``last_val_loss``,
+    ``best_val_loss``, ``runtime``, ``config``.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        config: TrainConfig,
+        get_batch: BatchFn,
+        *,
+        callbacks: dict[str, list[Callback]] | None = None,
+        runtime: Runtime | None = None,
+    ) -> None:
+        if not isinstance(config, TrainConfig):
+            raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+        if not callable(get_batch):
+            raise TypeError(f"get_batch must be callable, got {type(get_batch).__name__}")
+        self.config = config
+        self.runtime = plan_runtime(config) if runtime is None else runtime
+        apply_runtime(self.runtime)
+        self.model = model.to(self.runtime.device)
+        self.optimizer = make_optimizer(self.model, config, fused=self.runtime.fused_adamw)
+        # forward_model may be a compiled wrapper; self.model keeps clean state_dict keys.
+        self.forward_model = torch.compile(self.model) if self.runtime.compile else self.model
+        self.get_batch = get_batch
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.step = 0
+        self.best_val_loss = math.inf
+        self.last_val_loss = math.nan
+        self.elapsed_s = 0.0
+        self.history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
+        self.callbacks: dict[str, list[Callback]] = {e: [] for e in EVENTS}
+        for event, fns in (callbacks or {}).items():
+            for fn in fns:
+                self.add_callback(event, fn)
+        # Sum of the training losses since the last log, kept on the device (a tensor once
+        # training ran) so that steps need no sync; saved, so a resumed history matches.
+        self._loss_sum: Tensor | float = 0.0
+        self._loss_count = 0
+        self._mid_update = False
+
+    # -------------------------------------------------------------- callbacks
+    def add_callback(self, event: str, fn: Callback) -> None:
+        """Call ``fn(trainer)`` on ``event`` (one of ``EVENTS``)."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown event {event!r}; expected one of {EVENTS}")
+        self.callbacks[event].append(fn)
+
+    def _trigger(self, event: str) -> None:
+        for fn in self.callbacks[event]:
+            fn(self)
+
+    # -------------------------------------------------------------- evaluation
+    @torch.no_grad()
+    def evaluate(self, splits: tuple[str, ...] = ("val",)) -> dict[str, float]:
+        """Mean loss over ``config.eval_steps`` batches of each split, in eval mode.
+
+        The batches come from a generator seeded with ``config.seed + 1`` afresh on each
+        call: every evaluation sees the same batches (comparable numbers) and the
+        training batch stream is untouched.
+        """
+        was_training = self.model.training
+        self.model.eval()
+        out = {}
+        try:
+            for split in splits:
+                gen = torch.Generator().manual_seed(self.config.seed + 1)
+                total = torch.zeros((), device=self.runtime.device)
+                for _ in range(self.config.eval_steps):
+                    x, y = self.get_batch(split, gen)
+                    with autocast(self.runtime):
+                        _, loss = self.forward_model(x, y)
+                    total += loss.detach().float()
+                out[split] = total.item() / self.config.eval_steps
+        finally:
+            self.model.train(was_training)
+        return out
+
+    def _eval_and_record(self) -> None:
+        splits = ("train", "val") if self.config.eval_train else ("val",)
+        losses = self.evaluate(splits)
+        self.last_val_loss = losses["val"]
+        self.best_val_loss = min(self.best_val_loss, self.last_val_loss)
+        self.history["eval_step"].append(self.step)
+        self.history["val_loss"].append(losses["val"])
+        if self.config.eval_train:
+            self.history["eval_train_loss"].append(losses["train"])
+        self._trigger("on_eval_end")
+
+    # -------------------------------------------------------------- training
+    def _train_step(self) -> tuple[Tensor, Tensor | None, int]:
+        """One optimisation step; returns (loss, grad norm before clipping or None, tokens)."""
+        lr = self.config.lr_at(self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        x, y = self.get_batch("train", self.generator)
+        if x.size(0) != self.config.batch_size:
+            raise ValueError(
+                f"get_batch returned a batch of {x.size(0)} rows; TrainConfig.batch_size is "
+                f"{self.config.batch_size}"
+            )
+        with autocast(self.runtime):
+            _, loss = self.forward_model(x, y)
+        loss.backward()
+        norm = None
+        if self.config.grad_clip > 0:
+            norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self._mid_update = True
+        self.optimizer.step()
+        self.step += 1
+        self._mid_update = False
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss.detach(), norm, x.numel()
+
+    def train(self, max_steps: int | None = None) -> dict[str, list[float]]:
+        """Train until ``max_steps`` (default ``config.max_steps``) steps are done.
+
+        Evaluates at step 0 of a fresh run, every ``eval_interval`` steps and at the end;
+        logs every ``log_interval`` steps. Returns ``history``.
+        Raises ``KeyboardInterrupt`` after the ``on_interrupt`` callbacks ran.
+        """
+        from tqdm.auto import tqdm
+
+        max_steps = self.config.max_steps if max_steps is None else max_steps
+        if max_steps < self.step:
+            raise ValueError(f"max_steps={max_steps} but {self.step} steps are already done")
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)  # drop grads of an interrupted step
+        if self.step == 0 and not self.history["eval_step"]:
+            self._eval_and_record()
+        bar = tqdm(
+            total=max_steps,
+            initial=self.step,
+            desc="train",
+            unit="step",
+            disable=not self.config.progress,
+            dynamic_ncols=True,
+        )
+        t_window, tokens_window = time.perf_counter(), 0
+        t_last = t_window
+        try:
+            with _DeferredInterrupt() as interrupt:
+                while self.step < max_steps:
+                    loss, norm, n_tokens = self._train_step()
+                    self._loss_sum = self._loss_sum + loss.float()  # no device sync here
+                    self._loss_count += 1
+                    tokens_window += n_tokens
+                    now = time.perf_counter()
+                    self.elapsed_s += now - t_last
+                    t_last = now
+                    bar.update(1)
+                    last = self.step == max_steps
+                    if self.step % self.config.log_interval == 0 or last:
+                        self._log(norm, tokens_window / max(now - t_window, 1e-9))
+                        bar.set_postfix_str(self._postfix(), refresh=False)
+                        t_window, tokens_window = time.perf_counter(), 0
+                    if self.step % self.config.eval_interval == 0 or last:
+                        self._eval_and_record()
+                        bar.set_postfix_str(self._postfix(), refresh=False)
+                        # evaluation time counts in elapsed_s but not in tokens/s
+                        t_window, tokens_window = time.perf_counter(), 0
+                        self.elapsed_s += t_window - t_last
+                        t_last = t_window
+                    self._trigger("on_step_end")
+                    if interrupt.requested:
+                        raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if self._mid_update:
+                print(
+                    "interrupted inside an optimizer update: state is ambiguous, "
+                    "on_interrupt callbacks skipped",
+                    file=sys.stderr,
+                )
+            else:
+                self._trigger("on_interrupt")
+            raise
+        finally:
+            bar.close()
+        self._trigger("on_train_end")
+        return self.history
+
+    def _log(self, norm: Tensor | None, tokens_per_s: float) -> None:
+        h = self.history
+        h["step"].append(self.step)
+        h["train_loss"].append(float(self._loss_sum) / self._loss_count)
+        h["lr"].append(self.config.lr_at(self.step - 1))
+        h["grad_norm"].append(math.nan if norm is None else float(norm))
+        h["tokens_per_s"].append(tokens_per_s)
+        h["elapsed_s"].append(self.elapsed_s)
+        self._loss_sum, self._loss_count = 0.0, 0
+
+    def _postfix(self) -> str:
+        h = self.history
+        parts = []
+        if h["train_loss"]:
+            parts.append(f"loss {h['train_loss'][-1]:.3f}")
+        if h["val_loss"]:
+            parts.append(f"val {h['val_loss'][-1]:.3f}")
+        if h["tokens_per_s"]:
+            parts.append(f"{h['tokens_per_s'][-1]:.0f} tok/s")
+        return " | ".join(parts)
+
+    # -------------------------------------------------------------- state for checkpoints
+    def state_dict(self) -> dict:
+        """Everything needed to resume exactly: step, optimizer, RNG states, history, config.
+
+        Only tensors, dicts, lists, str, int, float, bool and None (``weights_only`` safe).
+        """
+        rng = {
+            "torch_cpu": torch.get_rng_state(),
+            "batch_generator": self.generator.get_state(),
+        }
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            rng["torch_cuda"] = torch.cuda.get_rng_state_all()
+        return {
+            "step": self.step,
+            "optimizer": self.optimizer.state_dict(),
+            "rng": rng,
+            "best_val_loss": self.best_val_loss,
+            "last_val_loss": self.last_val_loss,
+            "elapsed_s": self.elapsed_s,
+            "history": {k: list(v) for k, v in self.history.items()},
+            "train_config": self.config.to_dict(),
+            "loss_window": [float(self._loss_sum), self._loss_count],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what ``state_dict`` saved (the model's weights are loaded separately)."""
+        missing = {"step", "optimizer", "rng", "best_val_loss", "history"} - set(state)
+        if missing:
+            raise ValueError(f"trainer state is missing {sorted(missing)}")
+        self.step = int(state["step"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch_cpu"])
+        self.generator.set_state(rng["batch_generator"])
+        if "torch_cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["torch_cuda"])
+        self.best_val_loss = float(state["best_val_loss"])
+        self.last_val_loss = float(state.get("last_val_loss", math.nan))
+        self.elapsed_s = float(state.get("elapsed_s", 0.0))
+        self.history = {k: list(state["history"].get(k, [])) for k in HISTORY_KEYS}
+        self._loss_sum, self._loss_count = state.get("loss_window", [0.0, 0])
+        self._loss_sum = float(self._loss_sum)
+        self._loss_count = int(self._loss_count)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of distinct trainable parameters (tied tensors counted once)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,448 @@
+"""The pieces of a transformer block, and the blocks themselves.
+
+    positions      sinusoidal_positions (fixed) and LearnedPositions (trained)
+    LayerNorm      (x - mean) / sqrt(var + eps) * weight + bias, over the last dim
+    FeedForward    fc2(activation(fc1(x))), applied to each position separately
+    TransformerBlock  attention + feed-forward, each inside a residual connection,
+                   with the norm after (post-LN, the 2017 paper) or before (pre-LN, GPT-2)
+    DecoderBlock   causal self-attention + cross-attention + feed-forward
+
+Every module has a ``from_torch`` that copies the weights of PyTorch's counterpart, so
+the tests (and the notebooks) can check that both compute the same thing.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitx.attention import MultiHeadAttention
+
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def _check_dropout(dropout: float) -> None:
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+
+
+def _check_activation(activation: str) -> None:
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+
+
+def _check_input(x: Tensor, d_model: int, name: str = "x") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 3 or x.size(-1) != d_model:
+        raise ValueError(f"{name} must be (B, T, d_model={d_model}), got {tuple(x.shape)}")
+
+
+# ----------------------------------------------------------------------------- positions
+
+
+def sinusoidal_positions(
+    T: int, d_model: int, *, dtype: torch.dtype = torch.float32, device=None
+) -> Tensor:
+    """The fixed positional encoding of "Attention Is All You Need".
+
+        PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
+        PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
+
+    Returns a ``(T, d_model)`` tensor; row ``pos`` is added to the embedding of the
+    token at position ``pos``. Even columns are sines, odd columns cosines, and each
+    pair (2i, 2i+1) turns at its own frequency, from 1 down to about 1/10000.
+    """
+    _check_positive_int("T", T)
+    _check_positive_int("d_model", d_model)
+    pos = torch.arange(T, dtype=torch.float64, device=device)[:, None]  # (T, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (ceil(d/2),)
+    angle = pos / 10000.0 ** (two_i / d_model)  # (T, ceil(d/2))
+    pe = torch.empty(T, d_model, dtype=torch.float64, device=device)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe.to(dtype)
+
+
+class LearnedPositions(nn.Module):
+    """One trained vector per position, as in GPT: a ``(block_size, d_model)`` table.
+
+    ``forward(T)`` returns the first ``T`` rows, shape ``(T, d_model)``, to be added to
+    the token embeddings. There is no row for position ``block_size``: a model with
+    learned positions cannot see further than the context it was trained on.
+    """
+
+    def __init__(self, block_size: int, d_model: int) -> None:
+        super().__init__()
+        _check_positive_int("block_size", block_size)
+        _check_positive_int("d_model", d_model)
+        self.block_size, self.d_model = block_size, d_model
+        self.emb = nn.Embedding(block_size, d_model)
+
+    @property
+    def weight(self) -> Tensor:
+        """The ``(block_size, d_model)`` table."""
+        return self.emb.weight
+
+    def forward(self, T: int) -> Tensor:
+        if not isinstance(T, int) or isinstance(T, bool) or not 1 <= T <= self.block_size:
+            raise ValueError(
+                f"sequence length must be in [1, block_size={self.block_size}], got {T!r}"
+            )
+        # Positions 0..T-1 are the first T rows: a slice, no index tensor to build.
+        return self.emb.weight[:T]  # (T, d_model)
+
+
+# ----------------------------------------------------------------------------- LayerNorm
+
+
+class LayerNorm(nn.Module):
+    """Layer normalisation over the last dimension, written out.
+
+        y = (x - mean) / sqrt(var + eps) * weight + bias
+
+    ``mean`` and ``var`` are taken over the last dimension (``d_model``) of each
+    position separately; ``var`` is the biased variance (divide by d_model), as in
+    PyTorch. ``bias=False`` drops the bias. Input (..., d_model) -> output same shape.
+
+    ``fused=True`` computes the same thing with ``F.layer_norm`` (one kernel instead
+    of five elementwise passes; the tests check both agree). The GPT uses it on its
+    training path; the notebooks read the explicit version.
+    """
+
+    def __init__(
+        self, d_model: int, eps: float = 1e-5, bias: bool = True, fused: bool = False
+    ) -> None:
+        super().__init__()
+        _check_positive_int("d_model", d_model)
+        if not eps > 0:
+            raise ValueError(f"eps must be > 0, got {eps!r}")
+        self.d_model, self.eps, self.fused = d_model, eps, fused
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.size(-1) != self.d_model:
+            raise ValueError(
+                f"LayerNorm expects (..., d_model={self.d_model}), got {tuple(x.shape)}"
+            )
+        if self.fused:
+            return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)  # (..., 1), biased
+        y = (x - mean) / torch.sqrt(var + self.eps) * self.weight
+        return y + self.bias if self.bias is not None else y
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}, bias={self.bias is not None}, fused={self.fused}"
+
+    @classmethod
+    def from_torch(cls, module: nn.LayerNorm, fused: bool = False) -> LayerNorm:
+        """Copy an ``nn.LayerNorm`` over one (last) dimension, with its affine parameters."""
+        if not isinstance(module, nn.LayerNorm):
+            raise TypeError(f"expected nn.LayerNorm, got {type(module).__name__}")
+        if len(module.normalized_shape) != 1 or not module.elementwise_affine:
+            raise ValueError(
+                "expected nn.LayerNorm over one dimension with elementwise_affine=True, got "
+                f"normalized_shape={tuple(module.normalized_shape)}, "
+                f"elementwise_affine={module.elementwise_affine}"
+            )
+        bias = module.bias is not None
+        ours = cls(module.normalized_shape[0], eps=module.eps, bias=bias, fused=fused)
+        ours = ours.to(dtype=module.weight.dtype, device=module.weight.device)
+        with torch.no_grad():
+            ours.weight.copy_(module.weight)
+            if bias:
+                ours.bias.copy_(module.bias)
+        return ours
+
+
+# ----------------------------------------------------------------------------- feed-forward
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward network: fc2(dropout(activation(fc1(x)))).
+
+    Expands each position from ``d_model`` to ``d_ff`` (usually 4x), applies ReLU or
+    GELU (exact, erf-based, as PyTorch's ``"gelu"``), projects back. The same weights
+    act on every position independently: (B, T, d_model) -> (B, T, d_model).
+    ``fc1``/``fc2`` correspond to ``linear1``/``linear2`` of ``nn.TransformerEncoderLayer``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        activation: str = "gelu",
+        dropout: float = 0.0,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        _check_positive_int("d_model", d_model)
+        _check_positive_int("d_ff", d_ff)
+        _check_activation(activation)
+        _check_dropout(dropout)
+        self.activation = activation
+        self.fc1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.fc2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = _ACTIVATIONS[self.activation](self.fc1(x))  # (..., d_ff)
+        return self.fc2(self.dropout(h))  # (..., d_model)
+
+
+# ----------------------------------------------------------------------------- blocks
+
+
+def _torch_activation_name(activation: object) -> str:
+    """'relu' or 'gelu' for the activation of a PyTorch transformer layer."""
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    exact_gelu = isinstance(activation, nn.GELU) and activation.approximate == "none"
+    if activation is F.gelu or exact_gelu:
+        return "gelu"
+    raise ValueError(f"only relu or (exact) gelu activations are supported, got {activation!r}")
+
+
+def _copy_linear(ours: nn.Linear, theirs: nn.Linear) -> None:
+    with torch.no_grad():
+        ours.weight.copy_(theirs.weight)
+        if ours.bias is not None:
+            ours.bias.copy_(theirs.bias)
+
+
+class TransformerBlock(nn.Module):
+    """One transformer (encoder) block: self-attention then feed-forward, with residuals.
+
+    Post-LN (``norm_first=False``, the 2017 paper)::
+
+        x = norm1(x + attention(x))
+        x = norm2(x + ffn(x))
+
+    Pre-LN (``norm_first=True``, GPT-2; trains more easily when deep)::
+
+        x = x + attention(norm1(x))
+        x = x + ffn(norm2(x))
+
+    ``causal=True`` lets position i attend only to positions <= i (decoder-only
+    models such as GPT). ``forward(x, mask=None, need_weights=False)``: x (B, T, d_model);
+    ``mask`` bool broadcastable to (B, n_heads, T, T), True = may attend (combined with
+    the causal mask when ``causal``). Returns x (B, T, d_model), or ``(x, weights)``
+    with weights (B, n_heads, T, T) when ``need_weights=True``.
+
+    Dropout (``dropout``) acts where ``nn.TransformerEncoderLayer`` puts it: on the
+    attention weights, inside the feed-forward, and on both residual branches.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str = "gelu",
+        norm_first: bool = True,
+        causal: bool = False,
+        bias: bool = True,
+        eps: float = 1e-5,
+        fused_norm: bool = False,
+    ) -> None:
+        super().__init__()
+        _check_positive_int("d_model", d_model)
+        _check_positive_int("n_heads", n_heads)
+        _check_dropout(dropout)
+        self.d_model, self.norm_first, self.causal = d_model, norm_first, causal
+        self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
+        self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
+        self.norm1 = LayerNorm(d_model, eps=eps, bias=bias, fused=fused_norm)
+        self.norm2 = LayerNorm(d_model, eps=eps, bias=bias, fused=fused_norm)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def _sa(self, x: Tensor, mask: Tensor | None, need_weights: bool):
+        y, w = self.attn(x, mask=mask, need_weights=need_weights, is_causal=self.causal)
+        return self.dropout1(y), w
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        _check_input(x, self.d_model)
+        if self.norm_first:
+            a, w = self._sa(self.norm1(x), mask, need_weights)
+            x = x + a
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:
+            a, w = self._sa(x, mask, need_weights)
+            x = self.norm1(x + a)
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return (x, w) if need_weights else x
+
+    @classmethod
+    def from_torch(
+        cls, module: nn.TransformerEncoderLayer, causal: bool = False
+    ) -> TransformerBlock:
+        """Copy a ``batch_first`` ``nn.TransformerEncoderLayer`` (relu or gelu).
+
+        PyTorch's layer is not causal by itself (it takes the mask at call time), so
+        ``causal`` is a choice made here; compare it with ``is_causal=True`` /
+        a causal ``src_mask`` on the PyTorch side.
+        """
+        if not isinstance(module, nn.TransformerEncoderLayer):
+            raise TypeError(f"expected nn.TransformerEncoderLayer, got {type(module).__name__}")
+        if not module.self_attn.batch_first:
+            raise ValueError("expected nn.TransformerEncoderLayer(batch_first=True)")
+        if module.norm1.eps != module.norm2.eps:
+            raise ValueError(
+                f"norm1.eps={module.norm1.eps} differs from norm2.eps={module.norm2.eps}"
+            )
+        ours = cls(
+            module.self_attn.embed_dim,
+            module.self_attn.num_heads,
+            module.linear1.out_features,
+            dropout=module.dropout.p,
+            activation=_torch_activation_name(module.activation),
+            norm_first=module.norm_first,
+            causal=causal,
+            bias=module.linear1.bias is not None,
+            eps=module.norm1.eps,
+        )
+        ours.attn = MultiHeadAttention.from_torch(module.self_attn)
+        ours.norm1 = LayerNorm.from_torch(module.norm1)
+        ours.norm2 = LayerNorm.from_torch(module.norm2)
+        ours = ours.to(dtype=module.linear1.weight.dtype, device=module.linear1.weight.device)
+        _copy_linear(ours.ffn.fc1, module.linear1)
+        _copy_linear(ours.ffn.fc2, module.linear2)
+        return ours
+
+
+class DecoderBlock(nn.Module):
+    """Decoder block of an encoder-decoder transformer (the 2017 paper, T5).
+
+    Three sublayers, each in a residual connection: causal self-attention over the
+    target, cross-attention (queries from the target, keys and values from the
+    encoder's output ``memory``), feed-forward. Post-LN (``norm_first=False``)::
+
+        x = norm1(x + self_attention(x))
+        x = norm2(x + cross_attention(x, memory))
+        x = norm3(x + ffn(x))
+
+    or pre-LN (``norm_first=True``): ``x = x + sublayer(norm(x))``.
+
+    ``forward(x, memory, mask=None, memory_mask=None, need_weights=False)``:
+    x (B, T, d_model), memory (B, S, d_model); ``mask`` bool broadcastable to
+    (B, n_heads, T, T) (combined with the causal mask when ``causal``), ``memory_mask``
+    bool broadcastable to (B, n_heads, T, S), e.g. the encoder's padding mask.
+    Returns x (B, T, d_model), or ``(x, self_weights (B, h, T, T), cross_weights
+    (B, h, T, S))`` when ``need_weights=True``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str = "gelu",
+        norm_first: bool = True,
+        causal: bool = True,
+        bias: bool = True,
+        eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        _check_positive_int("d_model", d_model)
+        _check_positive_int("n_heads", n_heads)
+        _check_dropout(dropout)
+        self.d_model, self.norm_first, self.causal = d_model, norm_first, causal
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
+        self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
+        self.norm1 = LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm3 = LayerNorm(d_model, eps=eps, bias=bias)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+
+    def _sa(self, x: Tensor, mask: Tensor | None, need_weights: bool):
+        y, w = self.self_attn(x, mask=mask, need_weights=need_weights, is_causal=self.causal)
+        return self.dropout1(y), w
+
+    def _ca(self, x: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool):
+        y, w = self.cross_attn(x, memory, memory, mask=mask, need_weights=need_weights)
+        return self.dropout2(y), w
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor, Tensor]:
+        _check_input(x, self.d_model)
+        _check_input(memory, self.d_model, "memory")
+        if self.norm_first:
+            a, w_self = self._sa(self.norm1(x), mask, need_weights)
+            x = x + a
+            c, w_cross = self._ca(self.norm2(x), memory, memory_mask, need_weights)
+            x = x + c
+            x = x + self.dropout3(self.ffn(self.norm3(x)))
+        else:
+            a, w_self = self._sa(x, mask, need_weights)
+            x = self.norm1(x + a)
+            c, w_cross = self._ca(x, memory, memory_mask, need_weights)
+            x = self.norm2(x + c)
+            x = self.norm3(x + self.dropout3(self.ffn(x)))
+        return (x, w_self, w_cross) if need_weights else x
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerDecoderLayer, causal: bool = True) -> DecoderBlock:
+        """Copy a ``batch_first`` ``nn.TransformerDecoderLayer`` (relu or gelu).
+
+        PyTorch's layer is causal only when called with ``tgt_is_causal=True`` and a
+        causal ``tgt_mask``; ``causal`` here should match how it is called.
+        """
+        if not isinstance(module, nn.TransformerDecoderLayer):
+            raise TypeError(f"expected nn.TransformerDecoderLayer, got {type(module).__name__}")
+        if not module.self_attn.batch_first:
+            raise ValueError("expected nn.TransformerDecoderLayer(batch_first=True)")
+        eps = {module.norm1.eps, module.norm2.eps, module.norm3.eps}
+        if len(eps) != 1:
+            raise ValueError(f"the three norms must share one eps, got {sorted(eps)}")
+        ours = cls(
+            module.self_attn.embed_dim,
+            module.self_attn.num_heads,
+            module.linear1.out_features,
+            dropout=module.dropout.p,
+            activation=_torch_activation_name(module.activation),
+            norm_first=module.norm_first,
+            causal=causal,
+            bias=module.linear1.bias is not None,
+            eps=eps.pop(),
+        )
+        ours.self_attn = MultiHeadAttention.from_torch(module.self_attn)
+        ours.cross_attn = MultiHeadAttention.from_torch(module.multihead_attn)
+        ours.norm1 = LayerNorm.from_torch(module.norm1)
+        ours.norm2 = LayerNorm.from_torch(module.norm2)
+        ours.norm3 = LayerNorm.from_torch(module.norm3)
+        ours = ours.to(dtype=module.linear1.weight.dtype, device=module.linear1.weight.device)
+        _copy_linear(ours.ffn.fc1, module.linear1)
+        _copy_linear(ours.ffn.fc2, module.linear2)
+        return ours
+
+
+__all__ = [
+    "DecoderBlock",
+    "FeedForward",
+    "LayerNorm",
+    "LearnedPositions",
+    "TransformerBlock",
+    "sinusoidal_positions",
+]

@@ -1,0 +1,100 @@
+"""minitx.tokenizer.CharTokenizer."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from minitx.tokenizer import CharTokenizer
+
+
+def test_vocabulary_is_the_sorted_distinct_characters():
+    tok = CharTokenizer.from_text("hello world")
+    assert tok.chars == [" ", "d", "e", "h", "l", "o", "r", "w"]
+    assert tok.vocab_size == len(tok) == 8
+    assert tok.encode("low") == [4, 5, 7]
+    assert tok.decode([4, 5, 7]) == "low"
+    assert repr(tok) == "CharTokenizer(vocab_size=8)"
+
+
+def test_round_trip_and_tensor_input():
+    text = "To be, or not to be: that is the question.\n"
+    tok = CharTokenizer.from_text(text)
+    ids = tok.encode(text)
+    assert len(ids) == len(text) and all(isinstance(i, int) for i in ids)
+    assert tok.decode(ids) == text
+    assert tok.decode(torch.tensor(ids)) == text
+    assert tok.decode(np.array(ids)) == text
+    assert tok.decode(list(np.array(ids))) == text  # numpy integer scalars
+    assert tok.encode("") == [] and tok.decode([]) == ""
+
+
+def test_unknown_character_names_it_and_the_vocabulary():
+    tok = CharTokenizer.from_text("abc")
+    with pytest.raises(ValueError) as info:
+        tok.encode("abzq")
+    message = str(info.value)
+    assert "'q'" in message and "'z'" in message and "abc" in message
+
+
+def test_out_of_range_ids_are_rejected():
+    tok = CharTokenizer.from_text("abc")
+    with pytest.raises(ValueError, match=r"\[-1, 3\].*0 \.\. 2"):
+        tok.decode([0, 3, -1])
+
+
+@pytest.mark.parametrize("bad", [[0.0, 1.0], ["a"], [True], "ab", 3])
+def test_decode_rejects_non_integer_ids(bad):
+    with pytest.raises(TypeError):
+        CharTokenizer.from_text("abc").decode(bad)
+
+
+def test_encode_rejects_non_strings():
+    with pytest.raises(TypeError, match="str"):
+        CharTokenizer.from_text("abc").encode([0, 1])
+
+
+@pytest.mark.parametrize("chars", [[], ["a", "a"], ["ab"], [1]])
+def test_constructor_validates_the_vocabulary(chars):
+    with pytest.raises(ValueError):
+        CharTokenizer(chars)
+
+
+def test_from_text_rejects_empty_and_non_text():
+    with pytest.raises(ValueError):
+        CharTokenizer.from_text("")
+    with pytest.raises(TypeError):
+        CharTokenizer.from_text(b"bytes")
+
+
+def test_dict_round_trip_through_json():
+    tok = CharTokenizer.from_text("Hello, World!\n\t\u00e9")
+    d = json.loads(json.dumps(tok.to_dict()))
+    again = CharTokenizer.from_dict(d)
+    assert again == tok and again.chars == tok.chars
+    assert again.encode("World") == tok.encode("World")
+    with pytest.raises(ValueError, match="type"):
+        CharTokenizer.from_dict({"type": "bpe", "merges": []})
+    with pytest.raises(TypeError):
+        CharTokenizer.from_dict([("type", "char")])
+
+
+def test_chars_is_a_copy():
+    tok = CharTokenizer.from_text("abc")
+    tok.chars.append("z")
+    assert tok.vocab_size == 3
+
+
+def test_tiny_shakespeare_has_65_symbols(shakespeare_available):
+    if not shakespeare_available:
+        pytest.skip("tiny Shakespeare is not in the data folder")
+    from minitx.data import load_text
+
+    text = load_text(download=False)
+    tok = CharTokenizer.from_text(text)
+    assert tok.vocab_size == 65
+    assert tok.chars[:2] == ["\n", " "]
+    assert tok.decode(tok.encode(text[:5000])) == text[:5000]

@@ -1,0 +1,219 @@
+"""minitx.viz: heatmaps and the course's repeated plots (Agg backend, no display)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.colors import to_rgba
+
+from minitx import viz
+from minitx.masks import causal_mask, padding_mask
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _weights(T_q: int = 4, T_k: int = 4) -> torch.Tensor:
+    return torch.softmax(torch.randn(T_q, T_k), dim=-1)
+
+
+def _pixel(image, i: int, j: int) -> np.ndarray:
+    """RGBA (0..1) of the rendered figure at the centre of cell (row i, column j)."""
+    fig = image.figure
+    fig.canvas.draw()
+    x, y = image.axes.transData.transform((j, i))
+    buf = np.asarray(fig.canvas.buffer_rgba())
+    height = buf.shape[0]
+    return buf[int(height - y), int(x)] / 255.0
+
+
+def test_heatmap_shows_weights_labels_and_colorbar():
+    w = _weights(3, 4)
+    image = viz.attention_heatmap(w, ["a", "b", "c"], ["w", "x", "y", "z"], title="A")
+    np.testing.assert_allclose(image.get_array(), w.numpy(), rtol=1e-6)
+    ax = image.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["w", "x", "y", "z"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert "key" in ax.get_xlabel() and "query" in ax.get_ylabel()
+    assert ax.get_title() == "A"
+    assert image.colorbar is not None
+    assert image.colorbar.ax.get_ylabel() == "attention weight"
+    assert image.get_clim() == (0.0, 1.0)
+
+
+def test_heatmap_accepts_numpy_and_a_batch_of_one():
+    w = _weights()
+    a = viz.attention_heatmap(w.numpy()).get_array()
+    b = viz.attention_heatmap(w[None, None]).get_array()
+    np.testing.assert_allclose(a, b)
+    assert a.shape == (4, 4)
+
+
+def test_heatmap_default_title_and_labels_are_positions():
+    image = viz.attention_heatmap(_weights(2, 3))
+    assert image.axes.get_title() == "Attention weights"
+    assert [t.get_text() for t in image.axes.get_xticklabels()] == ["0", "1", "2"]
+
+
+def test_heatmap_vmax_grows_for_values_above_one():
+    image = viz.attention_heatmap(torch.tensor([[0.0, 3.0], [1.0, 2.0]]))
+    assert image.get_clim() == (0.0, 3.0)
+
+
+def test_masked_cells_are_drawn_distinct_from_zero_weight():
+    # Causal mask: cells above the diagonal are blocked and must show the "bad" grey.
+    w = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0],
+                      [0.2, 0.3, 0.5, 0.0], [0.1, 0.2, 0.3, 0.4]])
+    mask = causal_mask(4)
+    image = viz.attention_heatmap(w, mask=mask, colorbar=False)
+    arr = image.get_array()
+    assert np.array_equal(np.ma.getmaskarray(arr), ~mask.numpy())
+    masked = _pixel(image, 0, 2)
+    np.testing.assert_allclose(masked, to_rgba(viz.MASKED_COLOR), atol=2 / 255)
+    np.testing.assert_allclose(_pixel(image, 1, 3), masked, atol=2 / 255)
+    assert not np.allclose(_pixel(image, 0, 0), masked, atol=0.05)  # weight 1
+    # A real zero weight (allowed cell) is drawn with the colormap's lowest colour.
+    image2 = viz.attention_heatmap(torch.tensor([[1.0, 0.0]]), colorbar=False)
+    zero_allowed = _pixel(image2, 0, 1)
+    np.testing.assert_allclose(zero_allowed, image2.cmap(0.0), atol=2 / 255)
+    assert not np.allclose(zero_allowed, masked, atol=0.05)
+
+
+def test_padding_mask_broadcasts_to_the_weights():
+    image = viz.attention_heatmap(_weights(3, 3), mask=padding_mask([2], 3))
+    blocked = np.ma.getmaskarray(image.get_array())
+    assert blocked[:, 2].all() and not blocked[:, :2].any()
+    assert image.axes.get_legend() is not None
+
+
+def test_annotate_writes_one_number_per_visible_cell():
+    image = viz.attention_heatmap(_weights(3, 3), mask=causal_mask(3), annotate=True)
+    texts = [t.get_text() for t in image.axes.texts]
+    assert len(texts) == 6
+    assert all(len(t) == 4 and t[1] == "." for t in texts)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"weights": torch.rand(2, 3, 3)}, ValueError, r"2-D \(T_q, T_k\).*\(2, 3, 3\)"),
+        ({"weights": torch.rand(3)}, ValueError, r"2-D.*\(3,\)"),
+        ({"query_labels": ["a", "b"]}, ValueError, "query_labels has 2 labels, expected 3"),
+        ({"key_labels": list("abcd")}, ValueError, "key_labels has 4 labels, expected 3"),
+        ({"query_labels": "abc"}, TypeError, "list"),
+        ({"mask": torch.ones(2, 2, dtype=torch.bool)}, ValueError, r"\(2, 2\).*\(3, 3\)"),
+        ({"mask": torch.ones(3, 3)}, ValueError, "boolean"),
+        ({"weights": "not an array"}, TypeError, "numeric"),
+    ],
+)
+def test_heatmap_rejects_bad_input(kwargs, error, match):
+    args = {"weights": _weights(3, 3), **kwargs}
+    with pytest.raises(error, match=match):
+        viz.attention_heatmap(**args)
+
+
+def test_set_heatmap_redraws_in_place_with_a_new_shape():
+    image = viz.attention_heatmap(_weights(2, 2), ["a", "b"], ["a", "b"])
+    w = _weights(3, 5)
+    viz.set_heatmap(image, w, list("xyz"), list("pqrst"), mask=padding_mask([4], 5))
+    np.testing.assert_allclose(image.get_array().data, w.numpy(), rtol=1e-6)
+    assert image.get_extent() == [-0.5, 4.5, 2.5, -0.5]
+    assert [t.get_text() for t in image.axes.get_xticklabels()] == list("pqrst")
+    assert np.ma.getmaskarray(image.get_array())[:, 4].all()
+    assert len(image.axes.images) == 1
+
+
+def test_attention_grid_layers_by_heads():
+    w = torch.softmax(torch.randn(2, 3, 4, 4), dim=-1)
+    fig = viz.attention_grid(w, list("abcd"), list("abcd"), layer_names=["enc", "dec"])
+    heatmaps = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    assert len(heatmaps) == 6
+    np.testing.assert_allclose(heatmaps[5].images[0].get_array(), w[1, 2].numpy(), rtol=1e-6)
+    assert heatmaps[0].get_title() == "enc, head 0"
+    assert any(ax.get_label() == "<colorbar>" for ax in fig.axes)
+    assert fig.get_suptitle()
+
+
+def test_attention_grid_single_layer_and_errors():
+    fig = viz.attention_grid(torch.softmax(torch.randn(2, 3, 3), -1))
+    assert sum(1 for ax in fig.axes if ax.get_label() != "<colorbar>") == 2
+    with pytest.raises(ValueError, match=r"\(L, H, T_q, T_k\).*\(3, 3\)"):
+        viz.attention_grid(torch.rand(3, 3))
+    with pytest.raises(ValueError, match="layer_names has 1 labels, expected 2"):
+        viz.attention_grid(torch.rand(2, 1, 3, 3), layer_names=["only"])
+
+
+def test_plot_loss_curves_plain_and_stepped():
+    ax = viz.plot_loss_curves(
+        {"train": [3.0, 2.0, 1.5], "val": ([0, 10], torch.tensor([3.1, 1.7]))},
+        log=True, reference={"ln 65": 4.17},
+    )
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["train"].get_xdata(), [0, 1, 2])
+    np.testing.assert_allclose(lines["val"].get_xdata(), [0, 10])
+    np.testing.assert_allclose(lines["val"].get_ydata(), [3.1, 1.7], rtol=1e-6)
+    assert "ln 65" in lines
+    assert ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "step" and ax.get_ylabel() == "loss" and ax.get_title()
+
+
+@pytest.mark.parametrize(
+    ("history", "match"),
+    [
+        ({}, "non-empty dict"),
+        ({"a": ([0, 1, 2], [1.0, 2.0])}, "equal length"),
+        ({"a": [[1.0, 2.0]]}, r"1-D.*\(1, 2\)"),
+    ],
+)
+def test_plot_loss_curves_rejects_bad_history(history, match):
+    with pytest.raises(ValueError, match=match):
+        viz.plot_loss_curves(history)
+
+
+def test_plot_gradient_norms_log_axis_and_estimate():
+    d = np.arange(1, 6)
+    ax = viz.plot_gradient_norms(
+        d, {"RNN": 0.5 ** d, "LSTM": np.array([1.0, 0.9, 0.0, 0.8, 0.7])},
+        estimate=lambda x: 0.5 ** x,
+    )
+    assert ax.get_yscale() == "log"
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"RNN", "LSTM", "estimate"}
+    assert lines["estimate"].get_linestyle() == "--"
+    assert np.isnan(lines["LSTM"].get_ydata()[2])  # a zero cannot sit on a log axis
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    with pytest.raises(ValueError, match=r"norms\['x'\] has shape \(3,\), expected \(5,\)"):
+        viz.plot_gradient_norms(d, {"x": [1.0, 2.0, 3.0]})
+
+
+def test_plot_positional_encoding():
+    pe = torch.randn(10, 8)
+    image = viz.plot_positional_encoding(pe)
+    np.testing.assert_allclose(image.get_array(), pe.numpy(), rtol=1e-6)
+    vmin, vmax = image.get_clim()
+    assert vmin == -vmax and vmax >= 1.0
+    assert image.axes.get_xlabel() == "embedding dimension"
+    assert image.axes.get_ylabel() == "position"
+    with pytest.raises(ValueError, match=r"2-D \(T, d\).*\(8,\)"):
+        viz.plot_positional_encoding(torch.randn(8))
+
+
+def test_plot_mask():
+    mask = causal_mask(3)[None, None]
+    image = viz.plot_mask(mask, ["a", "b", "c"])
+    np.testing.assert_array_equal(image.get_array(), causal_mask(3).numpy().astype(float))
+    assert [t.get_text() for t in image.axes.texts].count("-inf") == 3
+    assert image.axes.get_title() == "Mask (True = may attend)"
+    with pytest.raises(ValueError, match="boolean"):
+        viz.plot_mask(torch.ones(3, 3))
+    with pytest.raises(ValueError, match="query_labels has 2 labels"):
+        viz.plot_mask(causal_mask(3), ["a", "b"])
