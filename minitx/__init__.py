@@ -4,6 +4,7 @@ Each module holds one idea of the course and is imported by the notebook that te
 
     minitx.data         corpora: registry, checksum-verified download, cache
     minitx.tokenizer    character tokenizer
+    minitx.sequences    padding, truncation, bag of words, fixed windows (notebook 01)
     minitx.rnn          RNN, LSTM and GRU written from their equations
     minitx.masks        causal and padding masks (True = may attend)
     minitx.attention    scaled dot-product, additive and multi-head attention

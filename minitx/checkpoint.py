@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 import zipfile
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -161,8 +162,11 @@ def _describe_start(path: Path) -> str:
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError:
-        return f"bytes {head[:8]!r}"
-    return f"text {text.splitlines()[0] if text.strip() else text!r}"
+        text = ""
+    first = text.splitlines()[0] if text.strip() else ""
+    if first and first.isprintable():
+        return f"the text {first!r}"
+    return f"the bytes {head[:8]!r}"
 
 
 def _load_error(path: Path, err: BaseException) -> CheckpointError:
@@ -170,26 +174,34 @@ def _load_error(path: Path, err: BaseException) -> CheckpointError:
     size = path.stat().st_size
     with open(path, "rb") as f:
         magic = f.read(4)
-    if isinstance(err, pickle.UnpicklingError) and "weights only" in str(err).lower():
-        lines = [ln.strip() for ln in str(err).splitlines() if "WeightsUnpickler" in ln]
-        first = lines[0].split(". Please")[0] if lines else "unsupported content"
+    is_zip = magic == b"PK\x03\x04"  # torch.save writes a zip archive
+    is_pickle = magic[:1] == b"\x80"  # a bare pickle (protocol >= 2, legacy torch.save)
+    if not is_zip and not is_pickle:
         return CheckpointError(
-            f"{path} is not a minitx checkpoint: it holds pickled Python objects that a safe "
-            f"load (weights_only=True) refuses to run ({first})"
+            f"{path} is not a PyTorch checkpoint (a torch.save file is a zip archive; this "
+            f"one starts with {_describe_start(path)})"
         )
-    if magic == b"PK\x03\x04":  # a zip archive, which is what torch.save writes
+    message = str(err)
+    if isinstance(err, pickle.UnpicklingError) and "weights only" in message.lower():
+        # torch's message is long; keep the one line that says what was refused.
+        after = message.split("WeightsUnpickler error:", 1)[-1].strip().splitlines()
+        reason = after[0].split(". Please")[0].strip() if after else "unsupported content"
+        if "Unsupported global" in reason:
+            return CheckpointError(
+                f"{path} is not a minitx checkpoint: it holds pickled Python objects that a "
+                f"safe load (weights_only=True) refuses to run ({reason})"
+            )
+        return CheckpointError(
+            f"{path} is corrupt or not a minitx checkpoint: the safe loader stopped ({reason})"
+        )
+    reason = message.strip().splitlines()[0] if message.strip() else type(err).__name__
+    if is_zip:
         return CheckpointError(
             f"{path} is truncated or corrupt: its zip archive cannot be read "
-            f"({size:,} bytes; {str(err).strip().splitlines()[0]})"
-        )
-    if magic[:1] == b"\x80":  # a bare pickle (legacy torch.save format) that failed
-        return CheckpointError(
-            f"{path} is truncated, corrupt or not a minitx checkpoint ({size:,} bytes; "
-            f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err) else ''})"
+            f"({size:,} bytes; {reason})"
         )
     return CheckpointError(
-        f"{path} is not a PyTorch checkpoint (a torch.save file is a zip archive; this one "
-        f"starts with {_describe_start(path)})"
+        f"{path} is truncated, corrupt or not a minitx checkpoint ({size:,} bytes; {reason})"
     )
 
 
@@ -244,7 +256,9 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path} is empty (0 bytes)")
     try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # torch warns about pickle protocols of foreign files
+            warnings.filterwarnings("ignore", message=".*pickle protocol.*")
+            ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except (RuntimeError, pickle.UnpicklingError, EOFError, zipfile.BadZipFile, OSError) as err:
         raise _load_error(path, err) from err
     _check_structure(ckpt, str(path))

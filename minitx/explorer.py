@@ -36,7 +36,6 @@ import numpy as np
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 from torch import Tensor
 
 from minitx import viz
@@ -75,7 +74,10 @@ class AttentionExplorer:
     ``TypeError`` (say, an empty sentence), the message is shown under the image and the
     previous picture stays.
 
-    ``title``: a string, or a function of the values dict returning one.
+    ``title``: a string, or a function of the values dict returning one. The PNG is
+    drawn at ``dpi * png_scale`` and shown at ``figsize * dpi`` CSS pixels (sharp on
+    high-density screens). Controls whose description width is unset get "initial",
+    so their labels are not cut.
 
     Attributes: ``controls`` (dict name -> widget), ``figure``, ``ax``, ``image``
     (the ``AxesImage``), ``weights`` (numpy (T_q, T_k)), ``query_labels``,
@@ -91,7 +93,8 @@ class AttentionExplorer:
         *,
         title: str | Callable[[dict[str, Any]], str] | None = None,
         figsize: tuple[float, float] = (5.6, 4.6),
-        dpi: int = 80,
+        dpi: int = 100,
+        png_scale: float = 1.5,
         vmax: float = 1.0,
         annotate: bool = False,
         cache_size: int = 128,
@@ -109,6 +112,7 @@ class AttentionExplorer:
         self.title = title
         self.annotate = annotate
         self.cache_size = cache_size
+        self.png_dpi = dpi * png_scale
         self._cache: OrderedDict[tuple, tuple] = OrderedDict()
         self.n_computes = 0
         self.n_renders = 0
@@ -122,17 +126,18 @@ class AttentionExplorer:
             weights, q_labels, k_labels, ax=self.ax, mask=mask, vmax=vmax,
             annotate=annotate, title=self._title(self.values),
         )
-        # The masked-cell legend is drawn once and kept: a mask may appear later.
-        if self.ax.get_legend() is None:
-            self.ax.legend(
-                handles=[Patch(facecolor=viz.MASKED_COLOR, edgecolor="0.4", label="masked")],
-                loc="upper left", bbox_to_anchor=(1.0, -0.02), fontsize=8, frameon=False,
-                handlelength=1.0,
-            )
-        self.ax.get_legend().set_visible(mask is not None and not bool(np.all(mask)))
         self._store(result)
 
-        self.image_widget = widgets.Image(format="png")
+        width, height = (round(x * dpi) for x in figsize)
+        self.image_widget = widgets.Image(
+            format="png", width=width, height=height,
+            layout=widgets.Layout(width=f"{width}px", height=f"{height}px",
+                                  align_self="flex-start"),
+        )
+        for control in self.controls.values():
+            style = getattr(control, "style", None)
+            if style is not None and getattr(style, "description_width", None) == "":
+                style.description_width = "initial"
         self.status = widgets.HTML(value="")
         self.widget = widgets.VBox(
             [widgets.HBox(list(self.controls.values()),
@@ -206,13 +211,19 @@ class AttentionExplorer:
             return False
         self.status.value = ""
         weights, q_labels, k_labels, mask = result
-        relayout = (q_labels, k_labels) != (self.query_labels, self.key_labels)
+        legend_before = self._legend_shown()
         viz.set_heatmap(self.image, weights, q_labels, k_labels, mask)
+        relayout = (q_labels, k_labels) != (self.query_labels, self.key_labels) or (
+            self._legend_shown() != legend_before
+        )
         self.ax.set_title(self._title(values))
-        self.ax.get_legend().set_visible(mask is not None and not bool(np.all(mask)))
         self._store(result)
         self._render(relayout=relayout)
         return True
+
+    def _legend_shown(self) -> bool:
+        legend = viz.mask_legend(self.image)
+        return legend is not None and legend.get_visible()
 
     def _render(self, relayout: bool = True) -> None:
         # Constrained layout costs about as much as drawing: run it only when the tick
@@ -220,7 +231,7 @@ class AttentionExplorer:
         if relayout:
             self.figure.set_layout_engine("constrained")
         buf = io.BytesIO()
-        self.figure.savefig(buf, format="png")
+        self.figure.savefig(buf, format="png", dpi=self.png_dpi)
         self.figure.set_layout_engine("none")
         self.png = buf.getvalue()
         self.image_widget.value = self.png
@@ -356,13 +367,15 @@ def _text(value: str, description: str = "sentence") -> widgets.Text:
     )
 
 
-def _temperature(value: float, bounds: tuple[float, float]) -> widgets.FloatLogSlider:
+def _temperature(value: float, bounds: tuple[float, float], step: float) -> widgets.FloatSlider:
+    # A linear slider: values set from code on its grid (0.3, 2.5) stay exactly as set.
+    # The browser snaps a value to the grid and would send a snapped one back.
     lo, hi = bounds
     if not 0 < lo <= value <= hi:
         raise ValueError(f"temperature {value} must lie in the range {bounds}, with 0 < min")
-    return widgets.FloatLogSlider(
-        value=value, base=10, min=math.log10(lo), max=math.log10(hi), step=0.05,
-        description="temperature", readout_format=".2f",
+    return widgets.FloatSlider(
+        value=value, min=lo, max=hi, step=step, description="temperature",
+        readout_format=".2f",
     )
 
 
@@ -373,7 +386,8 @@ def explore_self_attention(
     d_k: int = 8,
     d_k_options: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128),
     temperature: float = 1.0,
-    temperature_range: tuple[float, float] = (0.1, 10.0),
+    temperature_range: tuple[float, float] = (0.05, 5.0),
+    temperature_step: float = 0.05,
     n_heads: int = 1,
     scaled: bool | None = True,
     seed: int = 0,
@@ -389,9 +403,9 @@ def explore_self_attention(
     random projections (W_Q, W_K, W_V depend on d_model, d_k, head and seed only).
 
     Controls: ``sentence`` (Text, applied on Enter), ``d_k`` (Dropdown of
-    ``d_k_options``), ``temperature`` (log slider over ``temperature_range``), ``head``
-    (Dropdown, only when ``n_heads > 1``), ``scaled`` (Checkbox "divide by sqrt(d_k)";
-    left out when ``scaled=None``, then always scaled).
+    ``d_k_options``), ``temperature`` (slider over ``temperature_range`` in steps of
+    ``temperature_step``), ``head`` (Dropdown, only when ``n_heads > 1``), ``scaled``
+    (Checkbox "divide by sqrt(d_k)"; left out when ``scaled=None``, then always scaled).
     """
     if d_k not in d_k_options:
         raise ValueError(f"d_k={d_k} is not one of d_k_options {tuple(d_k_options)}")
@@ -402,7 +416,7 @@ def explore_self_attention(
     controls: dict[str, widgets.ValueWidget] = {
         "sentence": _text(sentence),
         "d_k": widgets.Dropdown(options=list(d_k_options), value=d_k, description="d_k"),
-        "temperature": _temperature(temperature, temperature_range),
+        "temperature": _temperature(temperature, temperature_range, temperature_step),
     }
     if n_heads > 1:
         controls["head"] = widgets.Dropdown(options=list(range(n_heads)), value=0,

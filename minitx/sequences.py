@@ -205,18 +205,16 @@ def plot_padded_batch(
         grid[b, T:n] = 3
     colors = ["white", "tab:blue", "lightgray", "tab:red"]
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3))
+        _, ax = plt.subplots(figsize=(7, 3), layout="constrained")
     ax.imshow(grid.numpy(), cmap=ListedColormap(colors), vmin=0, vmax=3, aspect="auto",
               interpolation="nearest")
     ax.axvline(T - 0.5, color="black", linewidth=1)
-    ax.set_xlabel("position (characters)")
+    ax.set_xlabel("position in the sequence (tokens)")
     ax.set_ylabel("sequence in batch")
     ax.set_title(
         title or f"padded to {T}: {stats.waste:.0%} padding, {stats.lost:.0%} of tokens cut"
     )
-    ax.legend(
-        handles=[Patch(color=c, label=l) for c, l in zip(colors[1:], ["kept", "padding", "cut"],
-                                                          strict=True)],
-        loc="upper right", fontsize=8, framealpha=0.9,
-    )
+    labels = ["kept", "padding", "cut"]
+    handles = [Patch(color=c, label=l) for c, l in zip(colors[1:], labels, strict=True)]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return ax

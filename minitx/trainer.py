@@ -87,7 +87,10 @@ def lr_at(
 class TrainConfig:
     """Everything the training loop needs to know; nothing about the model.
 
-    ``lr_decay_steps=None`` means "decay until ``max_steps``". ``grad_clip=0`` turns
+    ``lr_decay_steps=None`` means "decay until ``max_steps``" (a run shorter than its
+    warmup stays in the warmup). Weight decay applies to matrices only (see
+    ``param_groups``). ``eval_train`` also evaluates on fixed training batches (dropout
+    off), for a train curve comparable with the val curve. ``grad_clip=0`` turns
     clipping off. ``device='auto'`` picks CUDA, then mps, then CPU; ``dtype='auto'``
     picks bfloat16 autocast on CUDA (when supported) and float32 elsewhere;
     ``compile=None`` compiles on CUDA only. ``seed`` seeds the batch generator (the
@@ -153,12 +156,13 @@ class TrainConfig:
 
     def lr_at(self, step: int) -> float:
         """The learning rate of step ``step`` under this config (see the module-level ``lr_at``)."""
+        decay = self.max_steps if self.lr_decay_steps is None else self.lr_decay_steps
         return lr_at(
             step,
             learning_rate=self.learning_rate,
             min_lr=self.min_lr,
             warmup_steps=self.warmup_steps,
-            decay_steps=self.max_steps if self.lr_decay_steps is None else self.lr_decay_steps,
+            decay_steps=max(decay, self.warmup_steps),  # a run shorter than its warmup
         )
 
     def to_dict(self) -> dict:

@@ -29,6 +29,7 @@ __all__ = [
     "as_numpy",
     "attention_grid",
     "attention_heatmap",
+    "mask_legend",
     "plot_gradient_norms",
     "plot_loss_curves",
     "plot_mask",
@@ -200,7 +201,33 @@ def set_heatmap(
     image._minitx_annotate = annotate
     if annotate or getattr(image, "_minitx_texts", None):
         _annotate(image, data if annotate else np.ma.masked_all(arr.shape), ".2f")
+    _show_mask_legend(image, bool(blocked.any()))
     return data
+
+
+def _show_mask_legend(image: AxesImage, show: bool) -> None:
+    """A "masked" key under the colour bar (or beside the axes), shown while cells are."""
+    legend = getattr(image, "_minitx_mask_legend", None)
+    if legend is None:
+        if not show:
+            return
+        handles = [Patch(facecolor=MASKED_COLOR, edgecolor="0.4", label="masked")]
+        cbar = getattr(image, "colorbar", None)
+        if cbar is not None:
+            legend = cbar.ax.legend(handles=handles, loc="upper center",
+                                    bbox_to_anchor=(0.5, -0.02), fontsize=8, frameon=False,
+                                    handlelength=1.0)
+        else:
+            legend = image.axes.legend(handles=handles, loc="upper left",
+                                       bbox_to_anchor=(1.0, -0.02), fontsize=8,
+                                       frameon=False, handlelength=1.0)
+        image._minitx_mask_legend = legend
+    legend.set_visible(show)
+
+
+def mask_legend(image: AxesImage):
+    """The "masked" legend of a heatmap (a ``Legend``), or None if it never had a mask."""
+    return getattr(image, "_minitx_mask_legend", None)
 
 
 def attention_heatmap(
@@ -238,23 +265,19 @@ def attention_heatmap(
     if vmax is None:
         finite = arr[np.isfinite(arr)]
         vmax = 1.0 if finite.size == 0 or finite.max() <= 1.0 else float(finite.max())
-    ax = _axes(ax, figsize=(1.2 + 0.45 * T_k, 0.9 + 0.4 * T_q) if T_k > 10 else None)
+    big = max(T_q, T_k) > 10
+    ax = _axes(ax, figsize=(min(12.0, 2.0 + 0.4 * T_k), min(10.0, 1.5 + 0.35 * T_q))
+               if big else None)
     image = ax.imshow(
         np.ma.masked_array(arr, mask=np.zeros_like(arr, dtype=bool)),
         cmap=_cmap(cmap), vmin=vmin, vmax=vmax, interpolation="nearest", aspect="equal",
     )
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label="attention weight", shrink=0.9)
     set_heatmap(image, arr, q_labels, k_labels, mask, vmax=vmax, annotate=annotate)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title if title is not None else "Attention weights")
-    if colorbar:
-        ax.figure.colorbar(image, ax=ax, label="attention weight", shrink=0.9)
-    if mask is not None and not bool(_mask_2d(mask, arr.shape).all()):
-        ax.legend(
-            handles=[Patch(facecolor=MASKED_COLOR, edgecolor="0.4", label="masked")],
-            loc="upper left", bbox_to_anchor=(1.0, -0.02), fontsize=8, frameon=False,
-            handlelength=1.0,
-        )
     return image
 
 

@@ -6,6 +6,7 @@ own ``F.scaled_dot_product_attention`` (same boolean convention: True = may atte
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -84,7 +85,7 @@ def test_matches_torch_sdpa(kind):
     out, w = scaled_dot_product_attention(q, k, v, mask)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
-    ref_out, ref_w = reference_attention(q, k, v, mask)
+    _, ref_w = reference_attention(q, k, v, mask)
     torch.testing.assert_close(w, ref_w, rtol=1e-12, atol=1e-12)
 
 
@@ -227,7 +228,7 @@ def test_temperature_sharpens_and_flattens():
     q, k, v = qkv(1, 1, 4, 6, 8, 3)
     ents = [entropy(scaled_dot_product_attention(q, k, v, temperature=t)[1])
             for t in (0.25, 0.5, 1.0, 2.0, 4.0)]
-    for colder, warmer in zip(ents, ents[1:], strict=False):
+    for colder, warmer in itertools.pairwise(ents):
         assert (colder < warmer).all()
     _, very_cold = scaled_dot_product_attention(q, k, v, temperature=1e-4)
     _, very_hot = scaled_dot_product_attention(q, k, v, temperature=1e6)
@@ -395,7 +396,7 @@ def test_bad_mask_not_boolean():
 
 def test_bad_mask_not_a_tensor():
     q = torch.randn(2, 3, 4)
-    with pytest.raises(TypeError, match="torch.Tensor"):
+    with pytest.raises(TypeError, match=r"torch\.Tensor"):
         scaled_dot_product_attention(q, q, q, [[True] * 3] * 3)
 
 

@@ -220,6 +220,23 @@ KERNEL_EVAL = """async (code) => {
 }"""
 
 
+IMG_SHA256 = """async (el) => {
+  const buf = await (await fetch(el.src)).arrayBuffer();
+  const digest = await crypto.subtle.digest('SHA-256', buf);
+  return Array.from(new Uint8Array(digest)).map(b => b.toString(16).padStart(2, '0')).join('');
+}"""
+
+
+def _wait_for_image_sha(page, img, sha: str, timeout: float = 30.0) -> str:
+    """SHA-256 of the bytes behind the <img>, once it equals ``sha`` (or the timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = page.evaluate(IMG_SHA256, img.element_handle())
+        if shown == sha or time.monotonic() > deadline:
+            return shown
+        page.wait_for_timeout(200)
+
+
 def _png_pixels(data: bytes) -> np.ndarray:
     import matplotlib.image
 
@@ -275,7 +292,7 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
             readout_before = slider.locator(".widget-readout").inner_text()
             lap("explorer image shown")
 
-            # Keyboard on the slider's handle: 10 steps of 0.05 in log10(temperature).
+            # Keyboard on the slider's handle: ten steps of 0.05 down.
             handle = slider.locator(".noUi-handle").first
             handle.focus()
             for _ in range(10):
@@ -285,21 +302,21 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
                 "&& el.naturalWidth > 0",
                 arg=[img.element_handle(), src_before],
             )
-            # Let the kernel finish the updates queued by the key presses, then settle.
-            page.wait_for_function(f"() => ({RUN_STATE})().kernel === 'idle'")
-            page.wait_for_timeout(500)
+            # An execute request queues behind the slider's comm messages: when it is
+            # done, the kernel has handled every key press and sent its last picture.
+            seen = page.evaluate(
+                KERNEL_EVAL,
+                "import hashlib; print(round(explorer.controls['temperature'].value, 4), "
+                "hashlib.sha256(explorer.png).hexdigest(), "
+                "bool(abs(explorer.image.get_array() - explorer.weights).max() < 1e-12))",
+            )
+            kernel_png_sha = seen.split()[1] if len(seen.split()) == 3 else seen
+            shown_sha = _wait_for_image_sha(page, img, kernel_png_sha)
             readout_after = slider.locator(".widget-readout").inner_text()
             src_after = img.get_attribute("src")
             after = img.screenshot(path=str(ARTIFACTS / "explorer_after.png"))
             explorer.screenshot(path=str(ARTIFACTS / "explorer_widget_after.png"))
             lap("slider moved, image redrawn")
-
-            seen = page.evaluate(
-                KERNEL_EVAL,
-                "print(round(explorer.controls['temperature'].value, 4), "
-                "explorer.weights.shape, "
-                "bool(abs(explorer.image.get_array() - explorer.weights).max() < 1e-12))",
-            )
             page.screenshot(path=str(ARTIFACTS / "page.png"))
         except Exception:
             with contextlib.suppress(Exception):
@@ -311,12 +328,14 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
     (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=1))
     print("browser test timings (s since start):", timings)
 
-    # Ten steps left on a log slider with step 0.05 divide the temperature by 10**0.5.
-    expected = float(readout_before) / 10**0.5
-    assert abs(float(readout_after) - expected) < 0.011, (readout_before, readout_after)
+    # Ten steps left of 0.05 each (never below the slider's minimum, 0.05).
+    expected = max(0.05, float(readout_before) - 0.5)
+    assert abs(float(readout_after) - expected) < 1e-6, (readout_before, readout_after)
     kernel_value, *_ = seen.split()
-    assert abs(float(kernel_value) - expected) < 1e-3, f"kernel reports: {seen!r}"
+    assert abs(float(kernel_value) - expected) < 1e-6, f"kernel reports: {seen!r}"
     assert seen.strip().endswith("True"), f"kernel reports: {seen!r}"
+    # The page shows exactly the PNG the kernel drew for the new temperature.
+    assert shown_sha == kernel_png_sha, (shown_sha, kernel_png_sha)
     assert src_after != src_before
     a, b = _png_pixels(before), _png_pixels(after)
     assert a.shape == b.shape, (a.shape, b.shape)

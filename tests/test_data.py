@@ -123,6 +123,18 @@ def test_http_error_leaves_nothing(server, tmp_path):
     assert _files(tmp_path) == []
 
 
+def test_ctrl_c_at_the_last_moment_leaves_nothing(server, tmp_path, monkeypatch):
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(data.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        data.download(f"{server}/good.txt", tmp_path / "corpus.txt", SHA, len(BODY),
+                      progress=False)
+    monkeypatch.undo()
+    assert _files(tmp_path) == []
+
+
 def test_existing_file_is_replaced_only_by_a_good_download(server, tmp_path):
     dest = tmp_path / "corpus.txt"
     dest.write_bytes(b"old")

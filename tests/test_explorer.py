@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from minitx import explorer as E
+from minitx import viz
 from minitx.attention import scaled_dot_product_attention
 from minitx.masks import causal_mask, padding_mask
 
@@ -212,6 +213,8 @@ def test_factory_validates_its_arguments():
         E.explore_self_attention(d_k=3)
     with pytest.raises(ValueError, match="temperature 20"):
         E.explore_self_attention(temperature=20)
+    with pytest.raises(ValueError, match=r"temperature 0\.5"):
+        E.explore_self_attention(temperature=0.5, temperature_range=(1.0, 2.0))
     with pytest.raises(ValueError, match="no tokens"):
         E.explore_self_attention("")
 
@@ -248,7 +251,8 @@ def test_mask_explorer_matches_masked_attention(mask_type):
     np.testing.assert_array_equal(np.ma.getmaskarray(shown), blocked)
     np.testing.assert_allclose(ex.weights.sum(axis=1), 1.0, rtol=1e-12)
     assert tick_texts(ex.ax) == tokens
-    assert ex.ax.get_legend().get_visible() == (mask is not None)
+    legend = viz.mask_legend(ex.image)
+    assert (legend is not None and legend.get_visible()) == (mask is not None)
 
 
 def test_mask_explorer_padding_slider():

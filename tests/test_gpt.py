@@ -246,14 +246,28 @@ def test_top_k_generation_only_uses_the_top_k_tokens():
 def test_beam_width_one_equals_greedy():
     model = _model()
     idx = _idx(3, 4)
-    assert torch.equal(model.beam_search(idx, 10, beam_width=1), model.generate(idx, 10, greedy=True))
+    greedy = model.generate(idx, 10, greedy=True)
+    assert torch.equal(model.beam_search(idx, 10, beam_width=1), greedy)
 
 
-def test_beam_search_shape_and_likelihood():
+def test_beam_search_shape():
     model = _model()
     idx = _idx(2, 3)
     out = model.beam_search(idx, 12, beam_width=4)  # longer than block_size: crops too
     assert out.shape == (2, 15) and torch.equal(out[:, :3], idx)
+
+
+def test_wide_beam_search_finds_the_most_likely_two_tokens():
+    model = _model().double()
+    prompt = _idx(1, 3)
+    out = model.beam_search(prompt, 2, beam_width=V)  # V beams: exact for two steps
+    # Score all V * V continuations with the model itself.
+    pairs = torch.cartesian_prod(torch.arange(V), torch.arange(V))  # (V*V, 2)
+    seqs = torch.cat([prompt.expand(V * V, 3), pairs], dim=1)  # (V*V, 5)
+    with torch.no_grad():
+        logp = torch.log_softmax(model(seqs)[0], -1)  # (V*V, 5, V)
+    total = logp[:, 2].gather(1, pairs[:, :1]) + logp[:, 3].gather(1, pairs[:, 1:])
+    assert out[0, 3:].tolist() == pairs[total.argmax()].tolist()
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -296,12 +310,12 @@ def test_token_ids_too_large():
 def test_negative_token_ids():
     idx = _idx(1, 4)
     idx[0, 0] = -3
-    with pytest.raises(ValueError, match="outside .* min -3"):
+    with pytest.raises(ValueError, match=r"outside .* min -3"):
         _model()(idx)
 
 
 def test_non_long_idx():
-    with pytest.raises(ValueError, match="torch.long tensor of token ids, got torch.int32"):
+    with pytest.raises(ValueError, match=r"torch\.long tensor of token ids, got torch\.int32"):
         _model()(_idx(1, 4).int())
 
 
@@ -328,7 +342,8 @@ def test_generate_bad_top_k():
 
 @pytest.mark.parametrize("top_p", [0.0, 1.2])
 def test_generate_bad_top_p(top_p):
-    with pytest.raises(ValueError, match=rf"top_p must be None or a number in \(0, 1\], got {top_p}"):
+    msg = rf"top_p must be None or a number in \(0, 1\], got {top_p}"
+    with pytest.raises(ValueError, match=msg):
         _model().generate(_idx(1, 2), 3, top_p=top_p)
 
 

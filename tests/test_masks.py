@@ -119,7 +119,7 @@ def test_check_mask_accepts_broadcastable():
 
 
 def test_check_mask_not_a_tensor():
-    with pytest.raises(TypeError, match="torch.Tensor of dtype bool, got list"):
+    with pytest.raises(TypeError, match=r"torch\.Tensor of dtype bool, got list"):
         check_mask([[True]])
 
 

@@ -92,7 +92,10 @@ def test_padding_mask_broadcasts_to_the_weights():
     image = viz.attention_heatmap(_weights(3, 3), mask=padding_mask([2], 3))
     blocked = np.ma.getmaskarray(image.get_array())
     assert blocked[:, 2].all() and not blocked[:, :2].any()
-    assert image.axes.get_legend() is not None
+    assert viz.mask_legend(image).get_visible()
+    viz.set_heatmap(image, _weights(3, 3))  # no mask now: the key hides
+    assert not viz.mask_legend(image).get_visible()
+    assert viz.mask_legend(viz.attention_heatmap(_weights(2, 2))) is None
 
 
 def test_annotate_writes_one_number_per_visible_cell():

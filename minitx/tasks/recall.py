@@ -48,15 +48,21 @@ def make_recall_data(
 
 class RecallClassifier(nn.Module):
     """Many-to-one: tokens (B, T) -> one-hot (B, T, V) -> RNN/LSTM/GRU -> logits (B, K)
-    read from the last hidden state."""
+    read from the last hidden state. An LSTM's forget-gate bias starts at ``forget_bias``."""
 
-    def __init__(self, kind: str, vocab: int, hidden_size: int, n_classes: int) -> None:
+    def __init__(
+        self, kind: str, vocab: int, hidden_size: int, n_classes: int, forget_bias: float = 1.0
+    ) -> None:
         super().__init__()
         if kind not in LAYERS:
             raise ValueError(f"kind must be one of {sorted(LAYERS)}, got {kind!r}")
         self.vocab = vocab
         self.rnn = LAYERS[kind](vocab, hidden_size)
         self.head = nn.Linear(hidden_size, n_classes)
+        if kind == "lstm":
+            # Start with the forget gate mostly open (sigmoid(1) = 0.73), as Keras does.
+            with torch.no_grad():
+                self.rnn.cell.bias_ih[hidden_size : 2 * hidden_size] = forget_bias
 
     def forward(self, tokens: Tensor) -> Tensor:
         x = F.one_hot(tokens, self.vocab).to(self.head.weight.dtype)  # (B, T, V)
@@ -80,6 +86,7 @@ def train_recall(
     lr: float = 1e-2,
     n_symbols: int = 4,
     n_distractors: int = 4,
+    forget_bias: float = 1.0,
     seed: int = 0,
 ) -> tuple[RecallClassifier, list[float]]:
     """Train a ``kind`` ('rnn', 'lstm' or 'gru') classifier on fresh batches with Adam.
@@ -87,7 +94,8 @@ def train_recall(
     Returns the model and the loss of every step. Takes seconds on a CPU.
     """
     torch.manual_seed(seed)
-    model = RecallClassifier(kind, vocab_size(n_symbols, n_distractors), hidden_size, n_symbols)
+    V = vocab_size(n_symbols, n_distractors)
+    model = RecallClassifier(kind, V, hidden_size, n_symbols, forget_bias)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -302,9 +303,9 @@ class RelationNet(nn.Module):
                 f"x must be a long tensor (B, T), got "
                 f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
             )
-        B, T = x.size()
-        if T != self.seq_len:
-            raise ValueError(f"expected sequences of length {self.seq_len}, got {T}")
+        if x.size(1) != self.seq_len:
+            raise ValueError(f"expected sequences of length {self.seq_len}, got {x.size(1)}")
+        T = x.size(1)
         h = self.tok_emb(x) + self.pos_emb(torch.arange(T, device=x.device))  # (B, T, C)
         weights = []
         for attn in self.layers:
@@ -374,7 +375,7 @@ def _num_threads(n: int | None) -> Iterator[None]:
 def train(
     model: RelationNet,
     task: RelationTask,
-    steps: int = 300,
+    steps: int = 200,
     batch_size: int = 64,
     lr: float = 1e-2,
     seed: int = 0,
@@ -399,7 +400,7 @@ def train(
     losses = []
     model.train()
     with _num_threads(num_threads):
-        for _, batch in zip(range(steps), task.batches(batch_size, seed)):
+        for batch in itertools.islice(task.batches(batch_size, seed), steps):
             loss = relation_loss(model(batch.x), batch)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -423,7 +424,6 @@ def relation_scores(weights: Tensor, batch: RelationBatch) -> RelationScores:
             f"weights must be (B, L, H, T, T) for x of shape {tuple(batch.x.shape)}, "
             f"got {tuple(weights.shape)}"
         )
-    B, L, H, T, _ = weights.shape
     t = torch.arange(1, T)
     previous = weights[:, :, :, t, t - 1].mean(dim=(0, 3))  # (L, H)
     b, q = (batch.partner != IGNORE).nonzero(as_tuple=True)
@@ -469,7 +469,9 @@ def head_contributions(model: RelationNet, x: Tensor) -> Tensor:
         per_layer = []
         for attn in model.layers:
             a, w = attn(h, need_weights=True)  # w: (B, H, T, T)
-            _, _, v = attn._project(h, h, h)
+            C = attn.d_model
+            b_v = None if attn.in_proj.bias is None else attn.in_proj.bias[2 * C :]
+            v = F.linear(h, attn.in_proj.weight[2 * C :], b_v)  # rows 2C..3C of in_proj = W_V
             v = v.view(B, T, attn.n_heads, attn.d_head).transpose(1, 2)  # (B, H, T, hs)
             z = w @ v  # (B, H, T, hs)
             w_o = attn.out_proj.weight.view(-1, attn.n_heads, attn.d_head)  # (C, H, hs)

@@ -1,0 +1,222 @@
+"""GPT training-step throughput on CPU: minitx.gpt.GPT against a nanoGPT-style reference.
+
+    .venv/bin/python benchmarks/bench_gpt_step.py [--repeats 5] [--steps 10]
+
+One step = forward, cross-entropy loss, backward, gradient clipping to 1.0, AdamW
+update. Default size: 4 layers, 4 heads, 128 wide, block 64, batch 12, vocab 65
+(the character model of notebook 08 on a CPU).
+
+Three models of identical size and identical weights are timed, interleaved:
+  minitx        GPT as shipped (LayerNorm computed by F.layer_norm: ``fused=True``)
+  minitx-expl   the same GPT with the explicit, from-scratch LayerNorm (``fused=False``)
+  reference     REFERENCE MODEL written in this script in the standard nanoGPT layout
+                (c_attn/c_proj, F.scaled_dot_product_attention(is_causal=True),
+                nn.LayerNorm, tied head). It is not imported from nanoGPT; it is the
+                usual structure written out, to show what "as fast as a plain GPT" means.
+Before timing, the script copies minitx's weights into the reference and checks that
+both give the same logits, so the three really are the same network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minitx.gpt import GPT, GPTConfig
+
+# ----------------------------------------------------------------------------- reference
+
+
+class RefSelfAttention(nn.Module):
+    def __init__(self, C: int, n_head: int, dropout: float) -> None:
+        super().__init__()
+        self.n_head = n_head
+        self.c_attn = nn.Linear(C, 3 * C)
+        self.c_proj = nn.Linear(C, C)
+        self.dropout = dropout
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class RefMLP(nn.Module):
+    def __init__(self, C: int, dropout: float) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * C, C)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class RefBlock(nn.Module):
+    def __init__(self, C: int, n_head: int, dropout: float) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(C)
+        self.attn = RefSelfAttention(C, n_head, dropout)
+        self.ln_2 = nn.LayerNorm(C)
+        self.mlp = RefMLP(C, dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class ReferenceGPT(nn.Module):
+    """REFERENCE: the standard nanoGPT-style GPT layout, written for this benchmark."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        C = cfg.n_embd
+        self.block_size = cfg.block_size
+        self.wte = nn.Embedding(cfg.vocab_size, C)
+        self.wpe = nn.Embedding(cfg.block_size, C)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.h = nn.ModuleList(RefBlock(C, cfg.n_head, cfg.dropout) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(C)
+        self.lm_head = nn.Linear(C, cfg.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * cfg.n_layer))
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        B, T = idx.size()
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+
+
+def copy_into_reference(ours: GPT, ref: ReferenceGPT) -> None:
+    with torch.no_grad():
+        ref.wte.weight.copy_(ours.tok_emb.weight)
+        ref.wpe.weight.copy_(ours.pos_emb.weight)
+        for b_ref, b in zip(ref.h, ours.blocks, strict=True):
+            pairs = [
+                (b_ref.ln_1, b.norm1), (b_ref.ln_2, b.norm2), (b_ref.attn.c_attn, b.attn.in_proj),
+                (b_ref.attn.c_proj, b.attn.out_proj), (b_ref.mlp.c_fc, b.ffn.fc1),
+                (b_ref.mlp.c_proj, b.ffn.fc2),
+            ]
+            for dst, src in pairs:
+                dst.weight.copy_(src.weight)
+                dst.bias.copy_(src.bias)
+        ref.ln_f.weight.copy_(ours.ln_f.weight)
+        ref.ln_f.bias.copy_(ours.ln_f.bias)
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+def set_fused(model: GPT, fused: bool) -> GPT:
+    for module in model.modules():
+        if hasattr(module, "fused"):
+            module.fused = fused
+    return model
+
+
+def make_step(model: nn.Module, batches):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+
+    def run(n: int) -> float:
+        start = time.perf_counter()
+        for i in range(n):
+            x, y = batches[i % len(batches)]
+            _, loss = model(x, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        return time.perf_counter() - start
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-layer", type=int, default=4)
+    parser.add_argument("--n-head", type=int, default=4)
+    parser.add_argument("--n-embd", type=int, default=128)
+    parser.add_argument("--block-size", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=12)
+    parser.add_argument("--vocab", type=int, default=65)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=10)
+    args = parser.parse_args()
+
+    cfg = GPTConfig(args.vocab, args.block_size, args.n_layer, args.n_head, args.n_embd)
+    torch.manual_seed(0)
+    ours = GPT(cfg)
+    ours_explicit = set_fused(GPT(cfg), False)
+    ours_explicit.load_state_dict(ours.state_dict())
+    ref = ReferenceGPT(cfg)
+    copy_into_reference(ours, ref)
+    n_ref = sum(p.numel() for p in ref.parameters())
+    assert n_ref == ours.num_parameters(), (n_ref, ours.num_parameters())
+
+    g = torch.Generator().manual_seed(0)
+    batches = [
+        (torch.randint(0, cfg.vocab_size, (args.batch, cfg.block_size), generator=g),
+         torch.randint(0, cfg.vocab_size, (args.batch, cfg.block_size), generator=g))
+        for _ in range(4)
+    ]
+    with torch.no_grad():
+        x0 = batches[0][0]
+        torch.testing.assert_close(ref(x0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(ours_explicit(x0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
+
+    runs = {
+        "minitx": make_step(ours, batches),
+        "minitx-expl": make_step(ours_explicit, batches),
+        "reference": make_step(ref, batches),
+    }
+    tokens = args.steps * args.batch * cfg.block_size
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU float32")
+    print(f"GPT {cfg.n_layer} layers, {cfg.n_head} heads, width {cfg.n_embd}, block "
+          f"{cfg.block_size}, batch {args.batch}, vocab {cfg.vocab_size}: "
+          f"{ours.num_parameters():,} parameters; step = fwd + bwd + clip + AdamW")
+    for run in runs.values():  # warm-up
+        run(3)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(args.repeats):
+        for name, run in runs.items():
+            times[name].append(run(args.steps))
+    ref_median = statistics.median(times["reference"])
+    print(f"{args.repeats} repeats x {args.steps} steps, interleaved; median tokens/s "
+          f"(min..max over repeats)")
+    for name, ts in times.items():
+        rates = sorted(tokens / t for t in ts)
+        med = statistics.median(ts)
+        print(f"  {name:12s} {tokens / med:9.0f} tok/s  ({rates[0]:.0f}..{rates[-1]:.0f})  "
+              f"{1e3 * med / args.steps:6.1f} ms/step  time vs reference {med / ref_median:.3f}")
+
+
+if __name__ == "__main__":
+    main()
