@@ -38,7 +38,10 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     B, T, C, h = args.batch, args.seq, args.d_model, args.heads
 
     torch.manual_seed(0)

@@ -103,7 +103,7 @@ class ReferenceGPT(nn.Module):
                 nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * cfg.n_layer))
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
-        B, T = idx.size()
+        T = idx.size(1)
         pos = torch.arange(T, device=idx.device)
         x = self.drop(self.wte(idx) + self.wpe(pos))
         for block in self.h:
@@ -169,7 +169,10 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=65)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     cfg = GPTConfig(args.vocab, args.block_size, args.n_layer, args.n_head, args.n_embd)
     torch.manual_seed(0)

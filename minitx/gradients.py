@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from minitx.rnn import RNN
+
 
 def gradient_norms_by_distance(model: nn.Module, x: Tensor) -> Tensor:
     """||d h_T / d x_t|| for each distance T - t = 0, 1, ..., T-1.
@@ -38,3 +40,14 @@ def vanishing_estimate(n: int | Tensor, slope: float = 0.5, gain: float = 0.9) -
     (about ``gain``), so with the defaults the factor is 0.45 ** n.
     """
     return torch.as_tensor(slope * gain, dtype=torch.float64) ** torch.as_tensor(n)
+
+
+def rnn_with_gain(input_size: int, hidden_size: int, gain: float, *, seed: int = 0) -> RNN:
+    """A float64 ``minitx.rnn.RNN`` whose recurrent matrix is ``gain`` times a random
+    orthogonal matrix, so every direction of h is scaled by exactly ``gain`` per step
+    (before tanh). Other weights keep PyTorch's default initialisation."""
+    torch.manual_seed(seed)
+    rnn = RNN(input_size, hidden_size).double()
+    with torch.no_grad():
+        nn.init.orthogonal_(rnn.cell.weight_hh, gain=gain)
+    return rnn

@@ -216,3 +216,18 @@ class GRU(_Layer):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True) -> None:
         super().__init__()
         self.cell = GRUCell(input_size, hidden_size, bias)
+
+
+def init_forget_bias(lstm: LSTM | LSTMCell, value: float) -> None:
+    """Start an LSTM's forget gate at f = sigmoid(``value``) (for zero input and state).
+
+    Writes ``value`` into the forget rows of ``bias_ih`` and 0 into those of ``bias_hh``.
+    PyTorch starts near sigmoid(0) = 0.5; a positive value opens the cell-state highway.
+    """
+    cell = lstm.cell if isinstance(lstm, LSTM) else lstm
+    if not isinstance(cell, LSTMCell) or cell.bias_ih is None:
+        raise TypeError(f"expected an LSTM or LSTMCell with biases, got {type(lstm).__name__}")
+    H = cell.hidden_size
+    with torch.no_grad():
+        cell.bias_ih[H : 2 * H] = value  # gate order i, f, g, o: rows H..2H are f
+        cell.bias_hh[H : 2 * H] = 0.0

@@ -227,6 +227,33 @@ IMG_SHA256 = """async (el) => {
 }"""
 
 
+KERNEL_STATE = (
+    "import hashlib; print(round(explorer.controls['temperature'].value, 4), "
+    "hashlib.sha256(explorer.png).hexdigest(), "
+    "bool(abs(explorer.image.get_array() - explorer.weights).max() < 1e-12))"
+)
+
+
+def _wait_for_kernel_value(page, value: float, timeout: float = 60.0) -> str:
+    """The kernel's "temperature png-sha256 image==weights" line, once temperature == value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = page.evaluate(KERNEL_EVAL, KERNEL_STATE)
+        words = seen.split()
+        if (len(words) == 3 and abs(float(words[0]) - value) < 1e-6) or (
+            time.monotonic() > deadline
+        ):
+            return seen
+        page.wait_for_timeout(300)
+
+
+PAINTED = """async (el) => {
+  await el.decode();
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return el.naturalWidth;
+}"""
+
+
 def _wait_for_image_sha(page, img, sha: str, timeout: float = 30.0) -> str:
     """SHA-256 of the bytes behind the <img>, once it equals ``sha`` (or the timeout)."""
     deadline = time.monotonic() + timeout
@@ -284,6 +311,7 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
             img.wait_for(state="visible")
             page.wait_for_function("(el) => el.complete && el.naturalWidth > 0",
                                    arg=img.element_handle())
+            page.evaluate(PAINTED, img.element_handle())  # decoded and on screen
             src_before = img.get_attribute("src")
             before = img.screenshot(path=str(ARTIFACTS / "explorer_before.png"))
             explorer = page.locator(".minitx-explorer").first
@@ -302,19 +330,20 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
                 "&& el.naturalWidth > 0",
                 arg=[img.element_handle(), src_before],
             )
-            # An execute request queues behind the slider's comm messages: when it is
-            # done, the kernel has handled every key press and sent its last picture.
-            seen = page.evaluate(
-                KERNEL_EVAL,
-                "import hashlib; print(round(explorer.controls['temperature'].value, 4), "
-                "hashlib.sha256(explorer.png).hexdigest(), "
-                "bool(abs(explorer.image.get_array() - explorer.weights).max() < 1e-12))",
-            )
+            # The widget front end sends one change at a time (the next after the kernel
+            # has answered the last), so ask the kernel until it reports the slider's value.
+            readout_after = slider.locator(".widget-readout").inner_text()
+            seen = _wait_for_kernel_value(page, float(readout_after))
             kernel_png_sha = seen.split()[1] if len(seen.split()) == 3 else seen
             shown_sha = _wait_for_image_sha(page, img, kernel_png_sha)
-            readout_after = slider.locator(".widget-readout").inner_text()
+            print("DEBUG", page.evaluate(KERNEL_EVAL, "import hashlib; print(explorer.n_renders, explorer.n_computes, repr(explorer.status.value), explorer.values, explorer.ax.get_title(), hashlib.sha256(explorer.image_widget.value).hexdigest(), hashlib.sha256(explorer.png).hexdigest())"))
+            page.evaluate(PAINTED, img.element_handle())
             src_after = img.get_attribute("src")
+            after0 = img.screenshot(path=str(ARTIFACTS / "explorer_after0.png"))
+            print("DEBUG n imgs", page.locator("img.minitx-explorer-image").count(), page.locator(".minitx-explorer").count())
+            page.wait_for_timeout(1500)
             after = img.screenshot(path=str(ARTIFACTS / "explorer_after.png"))
+            print("DEBUG after0==after", after0 == after)
             explorer.screenshot(path=str(ARTIFACTS / "explorer_widget_after.png"))
             lap("slider moved, image redrawn")
             page.screenshot(path=str(ARTIFACTS / "page.png"))
@@ -340,4 +369,7 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
     a, b = _png_pixels(before), _png_pixels(after)
     assert a.shape == b.shape, (a.shape, b.shape)
     changed = np.abs(a - b).max(axis=-1) > 0.02
-    assert changed.mean() > 0.01, f"only {changed.mean():.4%} of the pixels changed"
+    assert changed.mean() > 0.01, (
+        f"only {changed.mean():.4%} of the pixels changed; {seen=} {shown_sha=} {src_before=} "
+        f"{src_after=} {readout_after=}"
+    )

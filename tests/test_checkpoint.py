@@ -29,7 +29,7 @@ from minitx.trainer import TrainConfig, Trainer
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n"
 
 
-def build(tmp_path: Path, steps: int = 3):
+def build(steps: int = 3):
     tok = CharTokenizer.from_text(TEXT)
     data = torch.tensor(tok.encode(TEXT * 20), dtype=torch.long)
     cfg = GPTConfig(tok.vocab_size, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)
@@ -43,11 +43,13 @@ def build(tmp_path: Path, steps: int = 3):
     return model, cfg, tok, trainer
 
 
-@pytest.fixture
-def saved(tmp_path):
-    model, cfg, tok, trainer = build(tmp_path)
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A checkpoint after 3 steps, shared by the tests (they only read it)."""
+    folder = tmp_path_factory.mktemp("ckpt")
+    model, cfg, tok, trainer = build()
     path = save_checkpoint(
-        make_checkpoint(model, cfg, tok, trainer, preset="tiny"), tmp_path / "c.pt"
+        make_checkpoint(model, cfg, tok, trainer, preset="tiny"), folder / "c.pt"
     )
     return path, model, tok, trainer
 
@@ -188,7 +190,7 @@ def test_strip_and_export(saved, tmp_path):
 
 def test_restore_trainer(saved, tmp_path):
     path, model, _, trainer = saved
-    model2, _, _, trainer2 = build(tmp_path, steps=1)
+    model2, _, _, trainer2 = build(steps=1)
     restore_trainer(trainer2, load_checkpoint(path))
     assert trainer2.step == 3
     assert trainer2.history == trainer.history

@@ -198,3 +198,48 @@ def test_from_torch_lstm_projection():
 def test_bad_nonlinearity():
     with pytest.raises(ValueError, match="'tanh' or 'relu', got 'sigmoid'"):
         RNNCell(3, 4, nonlinearity="sigmoid")
+
+
+# ---- gradient norms against distance -------------------------------------------------------
+
+
+def test_gradient_norms_match_full_jacobian():
+    from minitx.gradients import gradient_norms_by_distance
+
+    torch.manual_seed(3)
+    for model in (RNN(3, 4).double(), LSTM(3, 4).double(), nn.GRU(3, 4, batch_first=True).double()):
+        x = torch.randn(2, 6, 3, dtype=torch.float64)
+        norms = gradient_norms_by_distance(model, x)
+        want = torch.zeros(6, dtype=torch.float64)
+        for b in range(2):  # one sequence at a time, Jacobian (H, 1, T, C) by autograd
+            J = torch.autograd.functional.jacobian(
+                lambda s, m=model: m(s)[0][0, -1], x[b : b + 1]
+            )
+            want += J.pow(2).sum((0, 1, 3)).sqrt().flip(0) / 2
+        torch.testing.assert_close(norms, want, **TOL)
+
+
+def test_gradient_norms_bad_shape():
+    from minitx.gradients import gradient_norms_by_distance
+
+    with pytest.raises(ValueError, match=r"\(B, T, C\), got \(5, 3\)"):
+        gradient_norms_by_distance(RNN(3, 4), torch.randn(5, 3))
+
+
+def test_rnn_with_gain_scales_every_direction():
+    from minitx.gradients import rnn_with_gain, vanishing_estimate
+
+    W = rnn_with_gain(3, 5, gain=0.7).cell.weight_hh
+    torch.testing.assert_close(torch.linalg.svdvals(W), torch.full((5,), 0.7, dtype=W.dtype))
+    assert vanishing_estimate(10).item() == pytest.approx(0.45**10)
+
+
+def test_init_forget_bias():
+    from minitx.rnn import init_forget_bias
+
+    lstm = LSTM(2, 3)
+    init_forget_bias(lstm, 4.0)
+    f = lstm.cell.gates(torch.zeros(1, 2), torch.zeros(1, 3))[1]
+    torch.testing.assert_close(f, torch.sigmoid(torch.full((1, 3), 4.0)))
+    with pytest.raises(TypeError, match=r"LSTM or LSTMCell with biases, got GRU"):
+        init_forget_bias(GRU(2, 3), 1.0)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minitx.rnn import GRU, LSTM, RNN
+from minitx.rnn import GRU, LSTM, RNN, init_forget_bias
 
 LAYERS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 
@@ -51,7 +51,7 @@ class RecallClassifier(nn.Module):
     read from the last hidden state. An LSTM's forget-gate bias starts at ``forget_bias``."""
 
     def __init__(
-        self, kind: str, vocab: int, hidden_size: int, n_classes: int, forget_bias: float = 1.0
+        self, kind: str, vocab: int, hidden_size: int, n_classes: int, forget_bias: float = 2.0
     ) -> None:
         super().__init__()
         if kind not in LAYERS:
@@ -60,9 +60,7 @@ class RecallClassifier(nn.Module):
         self.rnn = LAYERS[kind](vocab, hidden_size)
         self.head = nn.Linear(hidden_size, n_classes)
         if kind == "lstm":
-            # Start with the forget gate mostly open (sigmoid(1) = 0.73), as Keras does.
-            with torch.no_grad():
-                self.rnn.cell.bias_ih[hidden_size : 2 * hidden_size] = forget_bias
+            init_forget_bias(self.rnn, forget_bias)  # start with the highway (mostly) open
 
     def forward(self, tokens: Tensor) -> Tensor:
         x = F.one_hot(tokens, self.vocab).to(self.head.weight.dtype)  # (B, T, V)
@@ -80,13 +78,13 @@ def train_recall(
     kind: str,
     gap: int,
     *,
-    steps: int = 150,
-    batch_size: int = 64,
+    steps: int = 100,
+    batch_size: int = 128,
     hidden_size: int = 32,
     lr: float = 1e-2,
     n_symbols: int = 4,
     n_distractors: int = 4,
-    forget_bias: float = 1.0,
+    forget_bias: float = 2.0,
     seed: int = 0,
 ) -> tuple[RecallClassifier, list[float]]:
     """Train a ``kind`` ('rnn', 'lstm' or 'gru') classifier on fresh batches with Adam.

@@ -3,7 +3,7 @@
 A sequence starts with ``^`` and holds letters and up to three pairs of delimiters, each
 pair of a different kind, properly nested::
 
-    ^ a b ( c d [ e ] f ) g h < a > b
+    ^ a b ( c [ d ] e ) f g < a > b
 
 At every position the model answers two questions at once:
 
@@ -19,7 +19,7 @@ whether it did.
 The model, :class:`RelationNet`, is embeddings + learned positions, ``n_layers`` residual
 layers of :class:`minitx.attention.MultiHeadAttention` (no MLP, no LayerNorm) and two
 linear read-outs. Everything is generated from a seed: the same seed gives the same
-data and, with :func:`train`, the same model on any machine with the same torch.
+data, and :func:`train` (one thread, seeded batches) gives the same model run after run.
 """
 
 from __future__ import annotations

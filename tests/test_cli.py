@@ -1,0 +1,251 @@
+"""The ``minitx`` command: train, sample, export, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import os
+import string
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from minitx import __version__, cli
+from minitx.checkpoint import is_resumable, load_checkpoint, make_checkpoint, save_checkpoint
+from minitx.gpt import GPT, GPTConfig
+from minitx.tokenizer import CharTokenizer
+
+VOCAB = string.ascii_letters + " .,;:!?'-\n"
+BLOCK = 16
+
+
+@pytest.fixture(scope="module")
+def ckpt_path(tmp_path_factory):
+    """An untrained but valid checkpoint (sampling does not need a good model)."""
+    tok = CharTokenizer.from_text(VOCAB)
+    torch.manual_seed(0)
+    cfg = GPTConfig(tok.vocab_size, block_size=BLOCK, n_layer=1, n_head=2, n_embd=16)
+    path = tmp_path_factory.mktemp("cli") / "model.pt"
+    return save_checkpoint(make_checkpoint(GPT(cfg), cfg, tok, preset="tiny"), path)
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, *fragments, status=None):
+    assert code != 0 if status is None else code == status
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("minitx") and "error" in lines[0]
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+# ---------------------------------------------------------------- basics
+def test_version_and_help(capsys):
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"minitx {__version__}"
+    code, out, _ = run(["--help"], capsys)
+    assert code == 0 and "train" in out and "sample" in out and "export" in out
+    code, out, _ = run([], capsys)
+    assert code == 0 and "usage: minitx" in out
+    code, out, _ = run(["sample", "--help"], capsys)
+    assert code == 0 and "--top-p" in out and "--greedy" in out
+
+
+def test_usage_errors_are_one_line(capsys):
+    code, _, err = run(["fly"], capsys)
+    assert_one_line_error(code, err, "invalid choice", status=2)
+    code, _, err = run(["sample", "--prompt", "hi"], capsys)
+    assert_one_line_error(code, err, "--checkpoint", status=2)
+    code, _, err = run(
+        ["sample", "--checkpoint", "x.pt", "--prompt", "a", "--top-k", "many"], capsys
+    )
+    assert_one_line_error(code, err, "--top-k", status=2)
+
+
+# ---------------------------------------------------------------- sample
+def test_sample_continues_the_prompt_reproducibly(ckpt_path, capsys):
+    argv = ["sample", "--checkpoint", str(ckpt_path), "--prompt", "To be", "--num-tokens", "20"]
+    code, out, err = run([*argv, "--seed", "3"], capsys)
+    assert code == 0 and err == ""
+    text = out[:-1]  # a final newline is added
+    assert text.startswith("To be") and len(text) == len("To be") + 20
+    assert set(text) <= set(VOCAB)
+    assert run([*argv, "--seed", "3"], capsys)[1] == out
+    assert run([*argv, "--seed", "4"], capsys)[1] != out
+
+
+def test_greedy_and_filters(ckpt_path, capsys):
+    base = ["sample", "--checkpoint", str(ckpt_path), "--prompt", "ab", "--num-tokens", "10"]
+    g1 = run([*base, "--greedy", "--seed", "1"], capsys)
+    g2 = run([*base, "--greedy", "--seed", "2"], capsys)
+    assert g1[0] == 0 and g1[1] == g2[1]  # greedy ignores the seed
+    code, out, _ = run([*base, "--top-k", "1", "--seed", "5"], capsys)
+    assert code == 0 and out == g1[1]  # top-k 1 is greedy
+    code, out, _ = run([*base, "--top-p", "0.9", "--temperature", "0.7"], capsys)
+    assert code == 0 and out.startswith("ab")
+
+
+def test_top_k_beyond_the_vocabulary_is_a_note(ckpt_path, capsys):
+    code, out, err = run(
+        ["sample", "--checkpoint", str(ckpt_path), "--prompt", "a", "--top-k", "1000"], capsys
+    )
+    assert code == 0 and "keeps every token" in err and out.startswith("a")
+
+
+def test_long_prompt_is_cropped_with_a_note(ckpt_path, capsys):
+    prompt = "a" * 10 + "b" * BLOCK
+    code, out, err = run(
+        ["sample", "--checkpoint", str(ckpt_path), "--prompt", prompt, "--num-tokens", "5"], capsys
+    )
+    assert code == 0
+    assert f"the prompt has {len(prompt)} characters" in err and f"last {BLOCK}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert out.startswith(prompt) and len(out) == len(prompt) + 5 + 1
+    # the model saw only the last BLOCK characters: same output as that prompt alone
+    code, cropped, _ = run(
+        ["sample", "--checkpoint", str(ckpt_path), "--prompt", "b" * BLOCK, "--num-tokens", "5"],
+        capsys,
+    )
+    assert cropped[BLOCK:] == out[len(prompt) :]
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (["--prompt", "naïve {x}"], ["never saw", "'ï'", "'{'"]),
+        (["--prompt", ""], ["--prompt is empty"]),
+        (["--prompt", "a", "--temperature", "0"], ["--temperature must be a number > 0"]),
+        (["--prompt", "a", "--temperature", "nan"], ["--temperature"]),
+        (["--prompt", "a", "--temperature", "-1"], ["--temperature"]),
+        (["--prompt", "a", "--top-k", "0"], ["--top-k must be >= 1"]),
+        (["--prompt", "a", "--top-p", "0"], ["--top-p must be in (0, 1]"]),
+        (["--prompt", "a", "--top-p", "1.5"], ["--top-p"]),
+        (["--prompt", "a", "--num-tokens", "-3"], ["--num-tokens must be >= 0"]),
+        (["--prompt", "a", "--greedy", "--temperature", "0.5"], ["--greedy", "--temperature"]),
+        (["--prompt", "a", "--greedy", "--top-k", "5", "--top-p", "0.5"], ["--top-k, --top-p"]),
+    ],
+)
+def test_bad_sampling_input(ckpt_path, capsys, extra, fragments):
+    code, out, err = run(["sample", "--checkpoint", str(ckpt_path), *extra], capsys)
+    assert_one_line_error(code, err, *fragments, status=2)
+    assert out == ""
+
+
+def test_missing_and_corrupt_checkpoints(tmp_path, ckpt_path, capsys):
+    missing = tmp_path / "none.pt"
+    code, _, err = run(["sample", "--checkpoint", str(missing), "--prompt", "a"], capsys)
+    assert_one_line_error(code, err, "no checkpoint at", str(missing), status=1)
+    text = tmp_path / "notes.pt"
+    text.write_text("First Citizen:\nBefore we proceed\n")
+    code, _, err = run(["sample", "--checkpoint", str(text), "--prompt", "a"], capsys)
+    assert_one_line_error(code, err, "not a PyTorch checkpoint", status=1)
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(ckpt_path.read_bytes()[:2000])
+    code, _, err = run(["sample", "--checkpoint", str(cut), "--prompt", "a"], capsys)
+    assert_one_line_error(code, err, "truncated or corrupt", str(cut), status=1)
+
+
+# ---------------------------------------------------------------- export
+def test_export(ckpt_path, tmp_path, capsys):
+    dst = tmp_path / "small.pt"
+    code, out, _ = run(
+        ["export", "--checkpoint", str(ckpt_path), "--out", str(dst), "--dtype", "bfloat16"],
+        capsys,
+    )
+    assert code == 0 and "exported" in out
+    assert load_checkpoint(dst)["weights_dtype"] == "bfloat16"
+    code, _, err = run(
+        ["export", "--checkpoint", str(ckpt_path), "--out", str(dst), "--dtype", "int8"], capsys
+    )
+    assert_one_line_error(code, err, "--dtype", status=2)
+
+
+# ---------------------------------------------------------------- train
+def test_unknown_preset(capsys, tmp_path):
+    code, _, err = run(["train", "--preset", "huge", "--out", str(tmp_path)], capsys)
+    assert_one_line_error(code, err, "unknown preset 'huge'", "tiny, cpu, gpu", status=2)
+
+
+def test_bad_max_steps_and_resume_without_a_run(capsys, tmp_path):
+    code, _, err = run(["train", "--preset", "tiny", "--max-steps", "0"], capsys)
+    assert_one_line_error(code, err, "--max-steps must be >= 1", status=2)
+    code, _, err = run(["train", "--preset", "tiny", "--out", str(tmp_path), "--resume"], capsys)
+    assert_one_line_error(code, err, "nothing to resume", status=2)
+
+
+def test_missing_dataset(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MINITX_DATA", str(tmp_path / "empty"))
+    code, _, err = run(
+        ["train", "--preset", "tiny", "--out", str(tmp_path / "run"), "--no-download"], capsys
+    )
+    assert_one_line_error(code, err, "tinyshakespeare", "not at", status=1)
+
+
+def test_corrupt_dataset(capsys, tmp_path, monkeypatch):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "tinyshakespeare.txt").write_text("To be or not to be\n")
+    monkeypatch.setenv("MINITX_DATA", str(folder))
+    code, _, err = run(
+        ["train", "--preset", "tiny", "--out", str(tmp_path / "run"), "--no-download"], capsys
+    )
+    assert_one_line_error(code, err, "not the expected file", status=1)
+
+
+def test_train_then_sample(capsys, tmp_path, shakespeare_available):
+    if not shakespeare_available:
+        pytest.skip(
+            "tiny Shakespeare is not in data/ (python -m minitx.data download tinyshakespeare)"
+        )
+    out_dir = tmp_path / "run"
+    argv = ["train", "--preset", "tiny", "--out", str(out_dir), "--max-steps", "6", "--no-progress"]
+    code, out, err = run([*argv, "--export", str(tmp_path / "small.pt")], capsys)
+    assert code == 0, err
+    assert "preset tiny" in out and "1,003,854 train / 111,540 val" in out and "done: step 6" in out
+    ckpt = load_checkpoint(out_dir / "ckpt.pt")
+    assert is_resumable(ckpt) and ckpt["trainer"]["step"] == 6 and ckpt["preset"] == "tiny"
+    assert ckpt["model_config"]["vocab_size"] == 65
+    assert not is_resumable(load_checkpoint(tmp_path / "small.pt"))
+    # a second run into the same folder must not overwrite it silently
+    code, _, err = run(argv, capsys)
+    assert_one_line_error(code, err, "exists", "--resume", status=2)
+    # resuming under another preset is refused
+    code, _, err = run(["train", "--preset", "cpu", "--out", str(out_dir), "--resume"], capsys)
+    assert_one_line_error(code, err, "preset 'tiny'", status=2)
+    code, out, _ = run(
+        [
+            "sample",
+            "--checkpoint",
+            str(out_dir / "ckpt.pt"),
+            "--prompt",
+            "ROMEO:",
+            "--num-tokens",
+            "8",
+        ],
+        capsys,
+    )
+    assert code == 0 and out.startswith("ROMEO:") and len(out) == len("ROMEO:") + 8 + 1
+
+
+def test_subprocess_exit_status_and_stderr(tmp_path):
+    """The installed entry point behaves the same: one line on stderr, status 1."""
+    bad = tmp_path / "bad.pt"
+    bad.write_text("not a checkpoint")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("MINITX_DEBUG", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "minitx.cli", "sample", "--checkpoint", str(bad), "--prompt", "a"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert_one_line_error(proc.returncode, proc.stderr, "not a PyTorch checkpoint", str(bad))

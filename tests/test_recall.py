@@ -1,0 +1,73 @@
+"""The delayed-recall task: generator, model wrapper, training."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from minitx.tasks.recall import (
+    RecallClassifier,
+    accuracy,
+    make_recall_data,
+    train_recall,
+    vocab_size,
+)
+
+
+def test_same_seed_same_data_other_seed_other_data():
+    x1, y1 = make_recall_data(50, gap=6, seed=3)
+    x2, y2 = make_recall_data(50, gap=6, seed=3)
+    x3, _ = make_recall_data(50, gap=6, seed=4)
+    assert torch.equal(x1, x2) and torch.equal(y1, y2)
+    assert not torch.equal(x1, x3)
+
+
+@pytest.mark.parametrize("gap, K, D", [(0, 2, 1), (1, 4, 4), (9, 3, 5)])
+def test_layout_and_labels(gap, K, D):
+    x, y = make_recall_data(200, gap, n_symbols=K, n_distractors=D, seed=1)
+    assert x.shape == (200, gap + 2) and y.shape == (200,)
+    assert x.dtype == y.dtype == torch.long
+    assert torch.equal(y, x[:, 0])  # the answer is the first token
+    assert ((y >= 0) & (y < K)).all()
+    middle = x[:, 1:-1]
+    assert ((middle >= K) & (middle < K + D)).all()  # distractors never look like a symbol
+    assert (x[:, -1] == K + D).all() and vocab_size(K, D) == K + D + 1  # query token last
+    assert set(y.tolist()) == set(range(K))  # every symbol occurs in 200 draws
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"n": 0, "gap": 1}, {"n": 4, "gap": -1}, {"n": 4, "gap": 1, "n_symbols": 1}]
+)
+def test_bad_arguments(kwargs):
+    with pytest.raises(ValueError, match="need n >= 1"):
+        make_recall_data(**kwargs)
+
+
+def test_classifier_shapes_and_forget_bias():
+    model = RecallClassifier("lstm", vocab=9, hidden_size=6, n_classes=4, forget_bias=2.0)
+    x, _ = make_recall_data(5, gap=3)
+    assert model(x).shape == (5, 4)
+    cell = model.rnn.cell
+    torch.testing.assert_close(cell.bias_ih[6:12] + cell.bias_hh[6:12], torch.full((6,), 2.0))
+
+
+def test_classifier_bad_kind():
+    with pytest.raises(ValueError, match=r"kind must be one of .*got 'transformer'"):
+        RecallClassifier("transformer", 9, 6, 4)
+
+
+def test_accuracy_counts_argmax_hits():
+    class Fixed(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.one_hot(x[:, 0] * 0 + 1, 4).float()  # always class 1
+
+    x = torch.tensor([[1, 5], [1, 5], [0, 5], [3, 5]])
+    assert accuracy(Fixed(), x, x[:, 0]) == 0.5
+
+
+@pytest.mark.parametrize("kind", ["rnn", "lstm"])
+def test_short_gap_is_learned(kind):
+    model, losses = train_recall(kind, gap=1, steps=60, hidden_size=16, seed=0)
+    assert len(losses) == 60 and losses[-1] < 0.25 * losses[0]
+    x, y = make_recall_data(300, gap=1, seed=12345)
+    assert accuracy(model, x, y) > 0.95
