@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minitx.gpt import GPT, GPTConfig
+from minitx.transformer import LayerNorm
 
 # ----------------------------------------------------------------------------- reference
 
@@ -159,6 +160,20 @@ def make_step(model: nn.Module, batches):
     return run
 
 
+def time_layernorm(B: int, T: int, C: int, repeats: int, iters: int = 50) -> dict[str, float]:
+    """Median seconds per forward+backward of one LayerNorm at the training shape."""
+    x = torch.randn(B, T, C, requires_grad=True)
+    norms = {"explicit": LayerNorm(C, fused=False), "fused": LayerNorm(C, fused=True)}
+    times: dict[str, list[float]] = {name: [] for name in norms}
+    for _ in range(repeats):
+        for name, ln in norms.items():
+            start = time.perf_counter()
+            for _ in range(iters):
+                ln(x).sum().backward()
+            times[name].append((time.perf_counter() - start) / iters)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-layer", type=int, default=4)
@@ -219,6 +234,12 @@ def main() -> None:
         med = statistics.median(ts)
         print(f"  {name:12s} {tokens / med:9.0f} tok/s  ({rates[0]:.0f}..{rates[-1]:.0f})  "
               f"{1e3 * med / args.steps:6.1f} ms/step  time vs reference {med / ref_median:.3f}")
+    ln = time_layernorm(args.batch, cfg.block_size, cfg.n_embd, args.repeats)
+    n_norms = 2 * cfg.n_layer + 1
+    print(f"LayerNorm alone, fwd+bwd on ({args.batch}, {cfg.block_size}, {cfg.n_embd}): explicit "
+          f"{1e6 * ln['explicit']:.0f} us, fused {1e6 * ln['fused']:.0f} us "
+          f"(x{ln['explicit'] / ln['fused']:.1f}); {n_norms} norms per step -> explicit adds "
+          f"{1e3 * n_norms * (ln['explicit'] - ln['fused']):.1f} ms/step")
 
 
 if __name__ == "__main__":

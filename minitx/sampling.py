@@ -142,6 +142,8 @@ def sample_next(
     check_top_p(top_p)
     if greedy:
         return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+    if logits.dtype in (torch.float16, torch.bfloat16):  # e.g. under autocast
+        logits = logits.float()
     probs = torch.softmax(filter_logits(logits, temperature, top_k, top_p), dim=-1)
     return torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
 

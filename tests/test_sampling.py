@@ -246,3 +246,9 @@ def test_sample_next_needs_2d_logits():
 def test_sample_next_validates_even_when_greedy():
     with pytest.raises(ValueError, match="temperature must be > 0"):
         sampling.sample_next(torch.zeros(1, 3), temperature=0.0, greedy=True)
+
+
+def test_half_precision_logits_are_sampled_in_float32():
+    logits = torch.tensor([[0.0, 5.0, -3.0]], dtype=torch.bfloat16).expand(200, 3)
+    tokens = sampling.sample_next(logits, top_k=2, generator=torch.Generator().manual_seed(0))
+    assert tokens.dtype == torch.long and set(tokens.flatten().tolist()) <= {0, 1}
