@@ -8,8 +8,11 @@ Both runs happen in this one process, on the same machine, in alternating chunks
 ``--chunk`` steps (baseline chunk, preset chunk, baseline chunk, ...), so that a
 change in the machine's load during the benchmark hits both about equally. Each run's
 wall time is the sum of its own chunks (training plus its periodic evaluations, as
-``minitx train`` would spend it). After training, both models are scored on the whole
-validation split in non-overlapping windows of their own block size (not timed).
+``minitx train`` would spend it); so is its CPU time (``time.process_time``), which on a
+machine shared with other busy processes is the steadier measure of the work done
+(with one thread, CPU time is what the wall time would be on an idle core). After
+training, both models are scored on the whole validation split in non-overlapping
+windows of their own block size (not timed).
 
     python benchmarks/bench_presets.py              # the full comparison (minutes)
     python benchmarks/bench_presets.py --quick      # 100 steps each: a smoke run
@@ -127,9 +130,10 @@ def main(argv: list[str] | None = None) -> None:
             trainer, max_steps = r["trainer"], r["preset"].train.max_steps
             if trainer.step >= max_steps:
                 continue
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             trainer.train(max_steps=min(trainer.step + args.chunk, max_steps))
             r["wall"] += time.perf_counter() - t0
+            r["cpu"] += time.process_time() - c0
             r["curve"].append((r["wall"], trainer.last_val_loss))
             print(
                 f"  {r['preset'].name:>15}: step {trainer.step:5d}  {r['wall']:7.1f} s  "
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     print()
     header = (
         f"{'configuration':<16} {'params':>8} {'steps':>6} {'tokens':>10} {'wall s':>8} "
-        f"{'tokens/s':>9} {'val (20 batches)':>17} {'val (full split)':>17}"
+        f"{'CPU s':>8} {'tokens/s':>9} {'val (20 batches)':>17} {'val (full split)':>17}"
     )
     print(header)
     print("-" * len(header))
@@ -150,10 +154,10 @@ def main(argv: list[str] | None = None) -> None:
         p, trainer = r["preset"], r["trainer"]
         tokens = trainer.step * p.tokens_per_step
         full = full_val_loss(trainer.model, val, p.model["block_size"])
-        results[p.name] = (full, r["wall"])
+        results[p.name] = (full, r["wall"], r["cpu"])
         print(
             f"{p.name:<16} {count_parameters(trainer.model) / 1e6:7.2f}M {trainer.step:6d} "
-            f"{tokens:10,d} {r['wall']:8.1f} {tokens / r['wall']:9.0f} "
+            f"{tokens:10,d} {r['wall']:8.1f} {r['cpu']:8.1f} {tokens / r['wall']:9.0f} "
             f"{trainer.last_val_loss:17.4f} {full:17.4f}"
         )
     print()
@@ -162,12 +166,14 @@ def main(argv: list[str] | None = None) -> None:
         points = [f"{t:.0f}s:{loss:.3f}" for t, loss in r["curve"]]
         print(f"  {r['preset'].name:>15}: " + "  ".join(points))
 
-    (base_loss, base_wall), (cpu_loss, cpu_wall) = results["laptop-baseline"], results["cpu"]
+    (base_loss, base_wall, base_cpu) = results["laptop-baseline"]
+    (cpu_loss, cpu_wall, cpu_cpu) = results["cpu"]
     print()
     print(
         f"cpu preset vs laptop recipe: val {cpu_loss:.4f} vs {base_loss:.4f} "
         f"({cpu_loss - base_loss:+.4f}), wall {cpu_wall:.0f} s vs {base_wall:.0f} s "
-        f"({cpu_wall / base_wall:.2f}x)"
+        f"({cpu_wall / base_wall:.2f}x), CPU time {cpu_cpu:.0f} s vs {base_cpu:.0f} s "
+        f"({cpu_cpu / base_cpu:.2f}x)"
     )
     if not math.isfinite(cpu_loss):
         raise SystemExit("the cpu preset diverged")

@@ -66,14 +66,19 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--preset",
         default="auto",
+        metavar="NAME",
         help=f"one of {', '.join(preset_names())}, or auto (gpu with CUDA, else cpu); default auto",
     )
-    train.add_argument("--out", type=Path, help="output folder (default runs/<preset>)")
-    train.add_argument("--max-steps", type=int, help="train until this many steps")
+    train.add_argument(
+        "--out", type=Path, metavar="DIR", help="output folder (default runs/<preset>)"
+    )
+    train.add_argument("--max-steps", type=int, metavar="N", help="train until this many steps")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--device", help="auto (default), cpu, cuda or mps")
-    train.add_argument("--seed", type=int, help="seed of initialisation and batches")
-    train.add_argument("--export", type=Path, help="also write a stripped copy here at the end")
+    train.add_argument("--seed", type=int, metavar="S", help="seed of initialisation and batches")
+    train.add_argument(
+        "--export", type=Path, metavar="PATH", help="also write a stripped copy here at the end"
+    )
     train.add_argument("--no-download", action="store_true", help="never download the corpus")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -82,14 +87,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="generate text from a checkpoint",
         description="Continue a prompt with a trained Mini-GPT.",
     )
-    sample.add_argument("--checkpoint", type=Path, required=True, help="a minitx checkpoint")
-    sample.add_argument("--prompt", required=True, help="text to continue")
-    sample.add_argument("--temperature", type=float, help="> 0; default 1.0")
-    sample.add_argument("--top-k", type=int, help="keep the k most likely tokens (k >= 1)")
-    sample.add_argument("--top-p", type=float, help="nucleus sampling, p in (0, 1]")
+    sample.add_argument(
+        "--checkpoint", type=Path, required=True, help="a minitx checkpoint", metavar="PATH"
+    )
+    sample.add_argument("--prompt", required=True, metavar="TEXT", help="text to continue")
+    sample.add_argument("--temperature", type=float, metavar="T", help="> 0; default 1.0")
+    sample.add_argument(
+        "--top-k", type=int, metavar="K", help="keep the k most likely tokens (k >= 1)"
+    )
+    sample.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling, p in (0, 1]")
     sample.add_argument("--greedy", action="store_true", help="always take the most likely token")
-    sample.add_argument("--num-tokens", type=int, default=300, help="tokens to add (default 300)")
-    sample.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    sample.add_argument(
+        "--num-tokens", type=int, metavar="N", default=300, help="tokens to add (default 300)"
+    )
+    sample.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="sampling seed (default 0)"
+    )
     sample.add_argument("--device", default="cpu", help="cpu (default), cuda or mps")
 
     export = sub.add_parser(

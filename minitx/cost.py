@@ -44,13 +44,13 @@ def _check_int(name: str, value: object, minimum: int) -> None:
 
 
 def measure_time(
-    fn: Callable[[], Any],
+    fn: Callable[..., Any],
+    *args: Any,
     repeats: int = 5,
     warmup: int = 1,
-    *,
     clock: Callable[[], float] = time.thread_time,
 ) -> float:
-    """Seconds taken by ``fn()``: the smallest of ``repeats`` timed calls.
+    """Seconds taken by ``fn(*args)``: the smallest of ``repeats`` timed calls.
 
     ``warmup`` untimed calls come first (they pay for one-off allocations). The default
     ``clock`` is the CPU time of the calling thread, which does not advance while the
@@ -63,11 +63,11 @@ def measure_time(
     _check_int("repeats", repeats, 1)
     _check_int("warmup", warmup, 0)
     for _ in range(warmup):
-        fn()
+        fn(*args)
     best = math.inf
     for _ in range(repeats):
         start = clock()
-        fn()
+        fn(*args)
         best = min(best, clock() - start)
     return best
 
@@ -90,8 +90,8 @@ def _storage_key(t: Tensor) -> tuple[str, int]:
     return str(t.device), s.data_ptr()
 
 
-def saved_bytes(fn: Callable[[], Any], exclude: Iterable[Tensor] = ()) -> int:
-    """Bytes of the tensors autograd saves for the backward pass while ``fn()`` runs.
+def saved_bytes(fn: Callable[..., Any], *args: Any, exclude: Iterable[Tensor] = ()) -> int:
+    """Bytes of the tensors autograd saves for the backward pass while ``fn(*args)`` runs.
 
     This is the activation memory that training holds between the forward and the
     backward pass. Each storage is counted once (a tensor saved by two operations, or
@@ -117,13 +117,13 @@ def saved_bytes(fn: Callable[[], Any], exclude: Iterable[Tensor] = ()) -> int:
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
+        fn(*args)
     keep.clear()
     return sum(sizes.values())
 
 
-def count_flops(fn: Callable[[], Any]) -> int:
-    """Floating-point operations of the matrix products in ``fn()``, counted by PyTorch's
+def count_flops(fn: Callable[..., Any], *args: Any) -> int:
+    """Floating-point operations of the matrix products in ``fn(*args)``, counted by PyTorch's
     ``FlopCounterMode``: a multiply-add counts 2; elementwise work such as softmax or
     tanh is not counted, nor are kernels the counter does not know (on the CPU, the
     fused ``F.scaled_dot_product_attention``): count the explicit computation."""
@@ -131,7 +131,7 @@ def count_flops(fn: Callable[[], Any]) -> int:
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     counter = FlopCounterMode(display=False)
     with counter:
-        fn()
+        fn(*args)
     return int(counter.get_total_flops())
 
 

@@ -81,9 +81,10 @@ class AttentionExplorer:
 
     Attributes: ``controls`` (dict name -> widget), ``figure``, ``ax``, ``image``
     (the ``AxesImage``), ``weights`` (numpy (T_q, T_k)), ``query_labels``,
-    ``key_labels``, ``mask`` (numpy bool or None), ``png`` (bytes of the last render),
-    ``image_widget`` (``ipywidgets.Image``), ``status`` (``ipywidgets.HTML``), ``widget``
-    (the box to display), ``n_computes`` and ``n_renders`` (counters).
+    ``key_labels``, ``mask`` (numpy bool or None; both arrays read-only), ``png``
+    (bytes of the last render), ``image_widget`` (``ipywidgets.Image``), ``status``
+    (``ipywidgets.HTML``), ``widget`` (the box to display), ``n_computes`` and
+    ``n_renders`` (counters).
     """
 
     def __init__(
@@ -187,6 +188,8 @@ class AttentionExplorer:
         k_labels = viz._labels(k_labels, weights.shape[1], "key_labels")
         if mask is not None:
             mask = viz._mask_2d(mask, weights.shape)
+            mask.setflags(write=False)
+        weights.setflags(write=False)  # cached and shown: copy before changing it
         out = (weights, q_labels, k_labels, mask)
         if key is not None:
             self._cache[key] = out
@@ -237,7 +240,7 @@ class AttentionExplorer:
         self.image_widget.value = self.png
         self.n_renders += 1
 
-    def static_figure(self, figsize: tuple[float, float] | None = None):
+    def static_figure(self, figsize: tuple[float, float] | None = None) -> Figure:
         """The current state drawn in a new pyplot figure (for ``plt.show()``), e.g. the
         default view under the widget, for readers where widgets do not render."""
         import matplotlib.pyplot as plt

@@ -61,7 +61,8 @@ def _logits(model: nn.Module, idx: Tensor) -> Tensor:
             f"model(idx {tuple(idx.shape)}) must return logits (B, T, V), got "
             f"{tuple(logits.shape)}"
         )
-    return logits
+    # Half-precision logits (autocast) are scored in float32; float64 stays float64.
+    return logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
 
 
 @contextmanager
@@ -88,7 +89,7 @@ def position_losses(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     with _eval(model):
         logits = _logits(model, x)  # (B, T, V)
     B, T, V = logits.size()
-    loss = F.cross_entropy(logits.reshape(B * T, V).float(), y.reshape(-1), reduction="none")
+    loss = F.cross_entropy(logits.reshape(B * T, V), y.reshape(-1), reduction="none")
     return loss.view(B, T).mean(0)  # (T,)
 
 
@@ -109,7 +110,7 @@ def future_blind_losses(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     with _eval(model):
         for t in range(T):
             logits = _logits(model, x[:, : t + 1])[:, -1, :]  # (B, V)
-            losses.append(F.cross_entropy(logits.float(), y[:, t]))
+            losses.append(F.cross_entropy(logits, y[:, t]))
     return torch.stack(losses)  # (T,)
 
 
@@ -173,6 +174,6 @@ def text_nll(judge: nn.Module, ids: Tensor | list[int], block_size: int | None =
             y = ids[start + 1 : start + 1 + block_size]
             x = ids[start : start + y.numel()]
             logits = _logits(judge, x[None])[0]  # (t, V)
-            total += F.cross_entropy(logits.float(), y, reduction="sum").item()
+            total += F.cross_entropy(logits, y, reduction="sum").item()
             count += y.numel()
     return total / count

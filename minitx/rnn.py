@@ -121,8 +121,10 @@ class _Layer(nn.Module):
 
     def forward(self, x: Tensor, state: State | None = None) -> tuple[Tensor, State]:
         cell = self.cell
-        if x.dim() != 3 or x.size(2) != cell.input_size:
-            raise ValueError(f"expected input (B, T, {cell.input_size}), got {tuple(x.shape)}")
+        if x.dim() != 3 or x.size(2) != cell.input_size or x.size(1) == 0:
+            raise ValueError(
+                f"expected input (B, T, {cell.input_size}) with T >= 1, got {tuple(x.shape)}"
+            )
         B, T, _ = x.size()
         state = self._unpack(state, B)
         outputs = []

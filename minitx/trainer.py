@@ -492,9 +492,10 @@ class Trainer:
     def train(self, max_steps: int | None = None) -> dict[str, list[float]]:
         """Train until ``max_steps`` (default ``config.max_steps``) steps are done.
 
-        Evaluates at step 0 of a fresh run, every ``eval_interval`` steps and at the end;
-        logs every ``log_interval`` steps. Returns ``history``.
-        Raises ``KeyboardInterrupt`` after the ``on_interrupt`` callbacks ran.
+        Evaluates at step 0 of a fresh run, every ``eval_interval`` steps and at the end
+        of the call; logs every ``log_interval`` steps and at the end. Returns ``history``.
+        Raises ``KeyboardInterrupt`` after the ``on_interrupt`` callbacks ran (Ctrl-C), and
+        ``FloatingPointError`` if the training loss stops being finite.
         """
         from tqdm.auto import tqdm
 
@@ -558,8 +559,14 @@ class Trainer:
 
     def _log(self, norm: Tensor | None, tokens_per_s: float) -> None:
         h = self.history
+        mean_loss = float(self._loss_sum) / self._loss_count
+        if not math.isfinite(mean_loss):
+            raise FloatingPointError(
+                f"the training loss became {mean_loss} by step {self.step}; lower the learning "
+                f"rate (now {self.config.lr_at(self.step - 1):.2e}) or clip gradients harder"
+            )
         h["step"].append(self.step)
-        h["train_loss"].append(float(self._loss_sum) / self._loss_count)
+        h["train_loss"].append(mean_loss)
         h["lr"].append(self.config.lr_at(self.step - 1))
         h["grad_norm"].append(math.nan if norm is None else float(norm))
         h["tokens_per_s"].append(tokens_per_s)

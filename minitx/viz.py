@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import Colormap, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.legend import Legend
 from matplotlib.patches import Patch
 
 __all__ = [
@@ -115,6 +116,15 @@ def _labels(labels: Sequence[Any] | None, n: int, name: str) -> list[str]:
     return labels
 
 
+def _label_pair(
+    query_labels: Sequence[Any] | None, key_labels: Sequence[Any] | None, T_q: int, T_k: int
+) -> tuple[list[str], list[str]]:
+    """Row and column labels; for square weights the key labels default to the query ones."""
+    if key_labels is None and query_labels is not None and T_q == T_k:
+        key_labels = query_labels
+    return _labels(query_labels, T_q, "query_labels"), _labels(key_labels, T_k, "key_labels")
+
+
 def _cmap(cmap: str | Colormap | None) -> Colormap:
     return plt.get_cmap(cmap if cmap is not None else "viridis").with_extremes(bad=MASKED_COLOR)
 
@@ -179,8 +189,7 @@ def set_heatmap(
     """
     arr = _weights_2d(weights)
     T_q, T_k = arr.shape
-    q_labels = _labels(query_labels, T_q, "query_labels")
-    k_labels = _labels(key_labels, T_k, "key_labels")
+    q_labels, k_labels = _label_pair(query_labels, key_labels, T_q, T_k)
     blocked = np.zeros_like(arr, dtype=bool) if mask is None else ~_mask_2d(mask, arr.shape)
     data = np.ma.masked_array(arr, mask=blocked)
     image.set_data(data)
@@ -225,7 +234,7 @@ def _show_mask_legend(image: AxesImage, show: bool) -> None:
     legend.set_visible(show)
 
 
-def mask_legend(image: AxesImage):
+def mask_legend(image: AxesImage) -> Legend | None:
     """The "masked" legend of a heatmap (a ``Legend``), or None if it never had a mask."""
     return getattr(image, "_minitx_mask_legend", None)
 
@@ -250,7 +259,8 @@ def attention_heatmap(
 
     ``weights``: tensor or array (T_q, T_k) (leading size-1 dims, a batch of one, are
     dropped). ``query_labels`` (T_q) and ``key_labels`` (T_k) label the rows and columns
-    (default: positions). ``mask`` bool, broadcastable to (T_q, T_k), True = may attend:
+    (default: positions; for square weights the key labels default to the query labels).
+    ``mask`` bool, broadcastable to (T_q, T_k), True = may attend:
     blocked cells are drawn grey (NaN weights too), distinct from a weight of 0.
     ``vmax`` defaults to 1 for weights in [0, 1], else to their maximum. ``annotate``
     writes each weight in its cell. Returns the ``AxesImage`` (its colour bar is
@@ -258,8 +268,7 @@ def attention_heatmap(
     """
     arr = _weights_2d(weights)
     T_q, T_k = arr.shape
-    q_labels = _labels(query_labels, T_q, "query_labels")
-    k_labels = _labels(key_labels, T_k, "key_labels")
+    q_labels, k_labels = _label_pair(query_labels, key_labels, T_q, T_k)
     if mask is not None:
         _mask_2d(mask, arr.shape)  # validate before drawing anything
     if vmax is None:
@@ -307,8 +316,7 @@ def attention_grid(
         )
     arr = arr.astype(np.float64)
     L, H, T_q, T_k = arr.shape
-    q_labels = _labels(query_labels, T_q, "query_labels")
-    k_labels = _labels(key_labels, T_k, "key_labels")
+    q_labels, k_labels = _label_pair(query_labels, key_labels, T_q, T_k)
     layer_names = (
         [f"layer {i}" for i in range(L)] if layer_names is None
         else _labels(layer_names, L, "layer_names")
@@ -486,8 +494,7 @@ def plot_mask(
         raise ValueError(f"mask must be boolean (True = may attend), got dtype {arr.dtype}")
     arr = _squeeze_to(arr, 2, "mask", "(T_q, T_k)")
     T_q, T_k = arr.shape
-    q_labels = _labels(query_labels, T_q, "query_labels")
-    k_labels = _labels(key_labels, T_k, "key_labels")
+    q_labels, k_labels = _label_pair(query_labels, key_labels, T_q, T_k)
     ax = _axes(ax)
     image = ax.imshow(
         arr.astype(np.float64), cmap=ListedColormap([MASKED_COLOR, ALLOWED_COLOR]),

@@ -5,8 +5,11 @@ and its own temporary root, settings, config and runtime directories holding a c
 ``notebooks/04_self_attention.ipynb``; opens it in Debian's headless Chromium through
 Playwright; clears the stored outputs and runs all cells; waits for the explorer's
 image; moves the temperature slider with the keyboard; and checks that the picture in
-the page changes (new ``<img>`` source, different pixels) and that the kernel saw the
-new value. Screenshots and timings land in ``artifacts/browser/`` (git-ignored).
+the page changes: the slider's readout, a new ``<img>`` source whose bytes are exactly
+the PNG the kernel drew (SHA-256 compared), the kernel's own value of the control, and
+different pixels on screen. Screenshots, the server log and timings land in
+``artifacts/browser/`` (git-ignored). The notebook must name its explorer ``explorer``
+(the first ``minitx.explorer`` widget on the page, from ``explore_self_attention``).
 
 Run it alone with:
 

@@ -51,6 +51,12 @@ def test_measure_time_without_warmup_counts_every_call():
     assert measure_time(clock.work, repeats=2, warmup=0, clock=clock) == 0.5
 
 
+def test_measure_time_passes_arguments():
+    seen = []
+    measure_time(lambda a, b: seen.append((a, b)), 1, "x", repeats=2, warmup=1)
+    assert seen == [(1, "x")] * 3
+
+
 def test_measure_time_default_clock_is_thread_cpu_time():
     # A sleeping thread uses no CPU: wall time 50 ms, CPU time about 0.
     import time
@@ -102,11 +108,9 @@ def test_saved_bytes_of_explicit_attention_holds_the_weights_matrix():
     for T in (32, 64):
         q, k, v = (torch.randn(2, 3, T, 4, dtype=torch.float64, requires_grad=True)
                    for _ in range(3))
-        extra = saved_bytes(lambda q=q, k=k, v=v: scaled_dot_product_attention(q, k, v),
-                            exclude=[q, k, v])
+        extra = saved_bytes(scaled_dot_product_attention, q, k, v, exclude=[q, k, v])
         assert extra == 2 * 3 * T * T * 8  # exactly the (B, h, T, T) weights, float64
-        fused[T] = saved_bytes(lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v),
-                               exclude=[q, k, v])
+        fused[T] = saved_bytes(F.scaled_dot_product_attention, q, k, v, exclude=[q, k, v])
     # PyTorch's fused kernel keeps no T x T matrix: what it adds grows like T.
     assert 0 < fused[32] < 2 * 3 * 32 * 32 * 8
     assert fused[64] == 2 * fused[32]
@@ -125,7 +129,7 @@ def test_saved_bytes_rejects_bad_input():
 @pytest.mark.parametrize("T, d, B", [(1, 1, 1), (5, 8, 2), (16, 12, 3)])
 def test_attention_flops_match_pytorchs_counter(T, d, B):
     q, k, v = (torch.randn(B, T, d) for _ in range(3))
-    assert count_flops(lambda: scaled_dot_product_attention(q, k, v)) == attention_flops(T, d, B)
+    assert count_flops(scaled_dot_product_attention, q, k, v) == attention_flops(T, d, B)
     # split into heads: the same number
     qh, kh, vh = (t.view(B, T, 2, d // 2).transpose(1, 2) for t in (q, k, v)) if d % 2 == 0 \
         else (q, k, v)

@@ -106,6 +106,8 @@ def test_self_attention_default_state():
     assert set(ex.controls) == {"sentence", "d_k", "temperature", "scaled"}
     assert ex.png.startswith(PNG_MAGIC) and ex.image_widget.value == ex.png
     assert isinstance(ex.widget, widgets.VBox)
+    with pytest.raises(ValueError, match="read-only"):
+        ex.weights[0, 0] = 1.0  # the cache and the picture share this array
     np.testing.assert_allclose(ex.weights.sum(axis=1), 1.0, rtol=1e-12)
 
 

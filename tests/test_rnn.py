@@ -145,6 +145,11 @@ def test_not_3d_input_names_shapes():
         LSTM(3, 4)(torch.randn(4, 3))
 
 
+def test_empty_sequence():
+    with pytest.raises(ValueError, match=r"T >= 1, got \(2, 0, 3\)"):
+        GRU(3, 4)(torch.randn(2, 0, 3))
+
+
 def test_cell_input_not_2d():
     with pytest.raises(ValueError, match=r"\(B, 3\).*\(2, 4, 3\)"):
         GRUCell(3, 4)(torch.randn(2, 4, 3))

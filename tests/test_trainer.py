@@ -374,3 +374,14 @@ def test_trainer_on_this_machine_without_cuda_uses_cpu_float32():
     assert trainer.runtime.device.type in ("cpu", "mps")
     assert not trainer.runtime.compile
     assert trainer.forward_model is trainer.model
+
+
+def test_a_diverging_run_stops_with_a_clear_error():
+    class Exploding(Bigram):
+        def forward(self, x, y):
+            logits, loss = super().forward(x, y)
+            return logits, loss * float("nan")
+
+    trainer = Trainer(Exploding(), config(max_steps=6, grad_clip=0.0), cyclic_batches())
+    with pytest.raises(FloatingPointError, match="training loss became nan by step 2"):
+        trainer.train()

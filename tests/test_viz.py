@@ -64,6 +64,13 @@ def test_heatmap_default_title_and_labels_are_positions():
     assert [t.get_text() for t in image.axes.get_xticklabels()] == ["0", "1", "2"]
 
 
+def test_square_heatmap_reuses_query_labels_for_keys():
+    image = viz.attention_heatmap(_weights(2, 2), ["be", "brief"])
+    assert [t.get_text() for t in image.axes.get_xticklabels()] == ["be", "brief"]
+    with pytest.raises(ValueError, match="key_labels has 2 labels, expected 3"):
+        viz.attention_heatmap(_weights(2, 3), ["be", "brief"], ["x", "y"])
+
+
 def test_heatmap_vmax_grows_for_values_above_one():
     image = viz.attention_heatmap(torch.tensor([[0.0, 3.0], [1.0, 2.0]]))
     assert image.get_clim() == (0.0, 3.0)

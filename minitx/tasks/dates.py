@@ -42,6 +42,7 @@ FILLER_WORDS = (
     "sent", "at", "noon", "about", "ok", "see", "you", "then", "until", "from",
 )  # fmt: skip
 
+FILLER_POSITIONS = ("both", "before", "after")
 TARGET_LENGTH = 10  # "yyyy-mm-dd"
 
 
@@ -136,20 +137,26 @@ def make_example(
     d: datetime.date | None = None,
     fmt: str | None = None,
     n_filler: int = 0,
+    filler_position: str = "both",
 ) -> DateExample:
     """One example drawn with ``rng``: a date (random unless ``d``), a format (random
-    unless ``fmt``) and ``n_filler`` filler words split at random before and after it."""
+    unless ``fmt``) and ``n_filler`` filler words placed "before" the date, "after" it, or
+    split at random between the two ("both")."""
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
     if not isinstance(n_filler, int) or n_filler < 0:
         raise ValueError(f"n_filler must be an int >= 0, got {n_filler!r}")
+    if filler_position not in FILLER_POSITIONS:
+        raise ValueError(
+            f"filler_position must be one of {FILLER_POSITIONS}, got {filler_position!r}"
+        )
     d = random_date(rng) if d is None else d
     if not FIRST_DATE <= d <= LAST_DATE:
         raise ValueError(f"date must lie in [{FIRST_DATE}, {LAST_DATE}], got {d}")
     fmt = rng.choice(FORMATS) if fmt is None else fmt
     pieces = _pieces(d, fmt)
     words = [rng.choice(FILLER_WORDS) for _ in range(n_filler)]
-    n_before = rng.randint(0, n_filler)
+    n_before = {"before": n_filler, "after": 0, "both": rng.randint(0, n_filler)}[filler_position]
     before = "".join(w + " " for w in words[:n_before])
     after = "".join(" " + w for w in words[n_before:])
 
@@ -168,11 +175,13 @@ def generate(
     *,
     formats: Sequence[str] | None = None,
     filler: int | tuple[int, int] = 0,
+    filler_position: str = "both",
 ) -> list[DateExample]:
     """``n`` examples, deterministic given ``seed``.
 
     ``formats`` restricts the formats (default: all of :data:`FORMATS`). ``filler`` is a
-    number of filler words, or a range ``(lo, hi)`` (inclusive) to draw it from.
+    number of filler words, or a range ``(lo, hi)`` (inclusive) to draw it from, and
+    ``filler_position`` says where they go (see :func:`make_example`).
     """
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be an int >= 0, got {n!r}")
@@ -187,7 +196,13 @@ def generate(
         raise ValueError(f"filler must be an int >= 0 or a range (lo, hi) with lo <= hi, got {filler!r}")
     rng = random.Random(seed)
     return [
-        make_example(rng, fmt=rng.choice(formats), n_filler=rng.randint(lo, hi)) for _ in range(n)
+        make_example(
+            rng,
+            fmt=rng.choice(formats),
+            n_filler=rng.randint(lo, hi),
+            filler_position=filler_position,
+        )
+        for _ in range(n)
     ]
 
 

@@ -1,0 +1,233 @@
+"""minitx.analysis: loss estimate, repetition, verbatim matches, occlusion, sampling widget."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minitx import analysis as A
+from minitx.gpt import GPT, GPTConfig
+from minitx.tokenizer import CharTokenizer
+
+
+def brute_match_lengths(sample: str, corpus: str) -> list[int]:
+    out = []
+    for i in range(len(sample)):
+        L = 0
+        for j in range(i + 1, len(sample) + 1):
+            if sample[i:j] in corpus:
+                L = j - i
+        out.append(L)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    tok = CharTokenizer.from_text("abcdefgh \n")
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, n_layer=2, n_head=2,
+                          n_embd=16))
+    return model, tok
+
+
+# ---------------------------------------------------------------- repetition
+def test_repeated_ngram_fraction_by_hand():
+    assert A.repeated_ngram_fraction("abcdef", 2) == 0.0
+    # "abababab": 2-grams ab ba ab ba ab ba ab -> 7 in all, 2 distinct
+    assert A.repeated_ngram_fraction("abababab", 2) == pytest.approx(1 - 2 / 7)
+    assert A.repeated_ngram_fraction("aaaa", 1) == pytest.approx(0.75)
+    assert A.repeated_ngram_fraction("abc", 5) == 0.0
+
+
+def test_repeated_ngram_fraction_loop_scores_high():
+    loop = "the state of " * 20
+    assert A.repeated_ngram_fraction(loop, 10) > 0.9
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_repeated_ngram_fraction_rejects_bad_n(bad):
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        A.repeated_ngram_fraction("abc", bad)
+
+
+def test_repeated_ngram_fraction_rejects_non_str():
+    with pytest.raises(TypeError, match="text must be a str"):
+        A.repeated_ngram_fraction(["a", "b"], 1)
+
+
+# ---------------------------------------------------------------- verbatim matches
+def test_match_lengths_by_hand():
+    corpus = "the cat sat"
+    assert A.match_lengths("a cat", corpus).tolist() == [1, 4, 3, 2, 1]  # no "a " in corpus
+    assert A.match_lengths("xyz", corpus).tolist() == [0, 0, 0]
+    assert A.match_lengths("", corpus).tolist() == []
+
+
+def test_match_lengths_equals_brute_force_on_random_strings():
+    rng = random.Random(0)
+    for _ in range(40):
+        corpus = "".join(rng.choice("abc ") for _ in range(rng.randint(0, 60)))
+        sample = "".join(rng.choice("abcd ") for _ in range(rng.randint(0, 30)))
+        assert A.match_lengths(sample, corpus).tolist() == brute_match_lengths(sample, corpus)
+
+
+def test_longest_verbatim_match_reports_position_and_text():
+    corpus = "To be, or not to be: that is the question"
+    sample = "xx not to be: yy"
+    m = A.longest_verbatim_match(sample, corpus)
+    assert m.text == " not to be: "
+    assert m.length == len(m.text) == 12
+    assert sample[m.sample_start : m.sample_start + m.length] == m.text
+    assert corpus[m.corpus_start : m.corpus_start + m.length] == m.text
+
+
+def test_longest_verbatim_match_of_nothing():
+    m = A.longest_verbatim_match("qqq", "abc")
+    assert (m.length, m.corpus_start, m.text) == (0, -1, "")
+    assert A.longest_verbatim_match("", "abc").length == 0
+
+
+def test_whole_sample_copied_is_found():
+    corpus = "".join(random.Random(1).choice("abcdefg ") for _ in range(2000))
+    sample = corpus[500:620]
+    assert A.longest_verbatim_match(sample, corpus).length == 120
+
+
+def test_match_lengths_rejects_non_str():
+    with pytest.raises(TypeError, match="corpus must be a str"):
+        A.match_lengths("abc", None)
+
+
+# ---------------------------------------------------------------- loss
+def test_estimate_loss_is_mean_of_fixed_batches(tiny):
+    model, _ = tiny
+    data = torch.randint(0, model.config.vocab_size, (500,), generator=torch.Generator()
+                         .manual_seed(3))
+    a = A.estimate_loss(model, data, 8, batch_size=4, n_batches=3, seed=5)
+    b = A.estimate_loss(model, data, 8, batch_size=4, n_batches=3, seed=5)
+    assert a == b
+    # the same windows, scored by hand
+    from minitx.batches import random_blocks
+
+    gen = torch.Generator().manual_seed(5)
+    losses = []
+    with torch.no_grad():
+        for _ in range(3):
+            x, y = random_blocks(data, 8, 4, gen)
+            logits, _ = model(x)
+            losses.append(F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)).item())
+    assert a == pytest.approx(sum(losses) / 3, abs=1e-6)
+    # an untrained model is near ln(V)
+    assert abs(a - math.log(model.config.vocab_size)) < 0.3
+
+
+def test_estimate_loss_restores_training_mode(tiny):
+    model, _ = tiny
+    data = torch.arange(100) % model.config.vocab_size
+    model.train()
+    A.estimate_loss(model, data, 8, batch_size=2, n_batches=1)
+    assert model.training
+    model.eval()
+
+
+def test_estimate_loss_rejects_bad_n_batches(tiny):
+    model, _ = tiny
+    with pytest.raises(ValueError, match="n_batches"):
+        A.estimate_loss(model, torch.arange(50) % 10, 8, n_batches=0)
+
+
+# ---------------------------------------------------------------- next-token distribution
+def test_next_token_probs_follow_filters(tiny):
+    model, tok = tiny
+    idx = torch.tensor([tok.encode("abcabc")])
+    p = A.next_token_probs(model, idx)
+    logits, _ = model(idx)
+    assert torch.allclose(p, torch.softmax(logits[0, -1], -1), atol=1e-6)
+    assert p.sum().item() == pytest.approx(1.0, abs=1e-6)
+    p3 = A.next_token_probs(model, idx, top_k=3)
+    assert int((p3 > 0).sum()) == 3
+    assert set(p3.nonzero().flatten().tolist()) == set(p.topk(3).indices.tolist())
+    cold = A.next_token_probs(model, idx, temperature=0.1)
+    assert cold.max() > p.max()
+
+
+def test_next_token_probs_crops_to_block_size(tiny):
+    model, tok = tiny
+    long = torch.tensor([tok.encode("hgfedcba" * 3)])  # 24 > block_size 8
+    p = A.next_token_probs(model, long)
+    q = A.next_token_probs(model, long[:, -8:])
+    assert torch.equal(p, q)
+
+
+def test_next_token_probs_rejects_batch(tiny):
+    model, _ = tiny
+    with pytest.raises(ValueError, match=r"\(1, T\)"):
+        A.next_token_probs(model, torch.zeros(2, 3, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- occlusion
+def test_occlusion_importance_by_hand(tiny):
+    model, tok = tiny
+    idx = torch.tensor([tok.encode("abcdef")])
+    rep = tok.encode(" ")[0]
+    imp = A.occlusion_importance(model, idx, rep)
+    assert imp.shape == (6,)
+    with torch.no_grad():
+        logits, _ = model(idx)
+        logp = torch.log_softmax(logits[0, -1], -1)
+        top = int(logp.argmax())
+        for j in (0, 3, 5):
+            x = idx.clone()
+            x[0, j] = rep
+            lj = torch.log_softmax(model(x)[0][0, -1], -1)
+            assert imp[j].item() == pytest.approx((logp[top] - lj[top]).item(), abs=1e-5)
+
+
+def test_occlusion_of_a_token_equal_to_replacement_is_zero(tiny):
+    model, tok = tiny
+    idx = torch.tensor([tok.encode("a a")])
+    imp = A.occlusion_importance(model, idx, tok.encode(" ")[0])
+    assert imp[1].item() == 0.0
+
+
+# ---------------------------------------------------------------- sampling widget
+def test_sampling_explorer_default_matches_generate(tiny):
+    model, tok = tiny
+    ex = A.SamplingExplorer(model, tok, "abc", num_tokens=20, temperature=0.8, top_k=5, seed=3)
+    out = model.generate(torch.tensor([tok.encode("abc")]), 20, temperature=0.8, top_k=5,
+                         generator=torch.Generator().manual_seed(3))
+    assert ex.text == tok.decode(out[0, 3:])
+    assert len(ex.text) == 20
+    assert ex.settings == {"temperature": 0.8, "top_k": 5, "top_p": None, "seed": 3}
+    assert "abc" in ex.output.value and "first step chooses among 5 of" in ex.output.value
+
+
+def test_sampling_explorer_controls_resample(tiny):
+    model, tok = tiny
+    ex = A.SamplingExplorer(model, tok, "abc", num_tokens=30)
+    first, n = ex.text, ex.n_samples
+    ex.controls["top_k"].value = 1  # top-1 sampling is greedy
+    greedy = model.generate(torch.tensor([tok.encode("abc")]), 30, greedy=True)
+    assert ex.text == tok.decode(greedy[0, 3:])
+    assert ex.n_samples == n + 1
+    ex.controls["top_k"].value = 0
+    assert ex.text == first  # same settings, same seed, same text
+    ex.button.click()
+    assert ex.controls["seed"].value == 1
+    assert ex.n_samples == n + 3
+    ex.controls["top_p"].value = 0.5
+    assert ex.settings["top_p"] == 0.5
+
+
+def test_sampling_explorer_rejects_bad_settings(tiny):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="temperature"):
+        A.SamplingExplorer(model, tok, "abc", temperature=0)
+    with pytest.raises(ValueError, match="prompt"):
+        A.SamplingExplorer(model, tok, "")
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        A.SamplingExplorer(model, tok, "xyz")
