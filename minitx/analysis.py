@@ -2,6 +2,7 @@
 
     estimate_loss            mean loss of a model over fixed random blocks of a token tensor
     next_token_probs         the distribution a sampler draws the next token from
+    continuation_log_probs   log-probability the model gives each token of a continuation
     repeated_ngram_fraction  how much of a text repeats itself (greedy decoding loops)
     match_lengths            for every position of a sample, the longest stretch starting
                              there that occurs verbatim in a corpus
@@ -96,6 +97,42 @@ def next_token_probs(
         model.train(was_training)
     filtered = sampling.filter_logits(logits[0, -1].float(), temperature, top_k, top_p)  # (V,)
     return torch.softmax(filtered, dim=-1).cpu()
+
+
+@torch.no_grad()
+def continuation_log_probs(model: nn.Module, ids: Tensor, start: int) -> Tensor:
+    """Log-probability the model gives each token ``ids[t]``, ``t >= start``, of a sequence.
+
+    ``ids`` (N,) or (1, N) token ids; ``start`` >= 1 is where the continuation begins (the
+    length of the prompt). Token t is scored from the ``block_size`` tokens before it,
+    the context ``GPT.generate`` used when it produced it. Returns (N - start,) float.
+    """
+    if not isinstance(ids, Tensor):
+        raise TypeError(f"ids must be a tensor of token ids, got {type(ids).__name__}")
+    ids = ids.reshape(-1).cpu()  # (N,)
+    N = ids.numel()
+    if isinstance(start, bool) or not isinstance(start, int) or not 1 <= start <= N:
+        raise ValueError(f"start must be an int in [1, {N}], got {start!r}")
+    block = model.config.block_size
+    device = _model_device(model)
+    was_training = model.training
+    model.eval()
+    try:
+        # Tokens 1 .. block are scored from one window ids[:block] (causal: position t-1
+        # sees exactly ids[:t]); every later token from its own window ids[t-block:t].
+        head = ids[: min(block, N)][None]  # (1, <=block)
+        logits, _ = model(head.to(device))
+        logp = [torch.log_softmax(logits[0].float(), -1).cpu()]  # row t-1 scores token t
+        late = torch.arange(block + 1, max(block + 1, N))  # tokens with a cropped window
+        if late.numel():
+            windows = ids[late[:, None] - block + torch.arange(block)]  # (n_late, block)
+            logits, _ = model(windows.to(device))
+            logp.append(torch.log_softmax(logits[:, -1].float(), -1).cpu())  # (n_late, V)
+    finally:
+        model.train(was_training)
+    table = torch.cat(logp)  # row r scores token r + 1
+    t = torch.arange(start, N)
+    return table[t - 1, ids[t]]
 
 
 # ---------------------------------------------------------------- repetition
@@ -310,6 +347,7 @@ class SamplingExplorer:
 __all__ = [
     "SamplingExplorer",
     "VerbatimMatch",
+    "continuation_log_probs",
     "estimate_loss",
     "longest_verbatim_match",
     "match_lengths",

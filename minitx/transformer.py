@@ -267,7 +267,7 @@ class TransformerBlock(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
 
     def _sa(self, x: Tensor, mask: Tensor | None, need_weights: bool):
-        y, w = self.attn(x, mask=mask, need_weights=need_weights, is_causal=False)
+        y, w = self.attn(x, mask=mask, need_weights=need_weights, is_causal=self.causal)
         return self.dropout1(y), w
 
     def forward(
@@ -371,7 +371,7 @@ class DecoderBlock(nn.Module):
         self.dropout3 = nn.Dropout(dropout)
 
     def _sa(self, x: Tensor, mask: Tensor | None, need_weights: bool):
-        y, w = self.self_attn(x, mask=mask, need_weights=need_weights, is_causal=False)
+        y, w = self.self_attn(x, mask=mask, need_weights=need_weights, is_causal=self.causal)
         return self.dropout1(y), w
 
     def _ca(self, x: Tensor, memory: Tensor, mask: Tensor | None, need_weights: bool):

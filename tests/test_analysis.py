@@ -231,3 +231,33 @@ def test_sampling_explorer_rejects_bad_settings(tiny):
         A.SamplingExplorer(model, tok, "")
     with pytest.raises(ValueError, match="not in the vocabulary"):
         A.SamplingExplorer(model, tok, "xyz")
+
+
+# ---------------------------------------------------------------- continuation log-probs
+def test_continuation_log_probs_match_step_by_step_scoring(tiny):
+    model, tok = tiny
+    g = torch.Generator().manual_seed(0)
+    out = model.generate(torch.tensor([tok.encode("abc")]), 17, generator=g)  # 20 > block 8
+    lp = A.continuation_log_probs(model, out, 3)
+    assert lp.shape == (17,)
+    with torch.no_grad():
+        for t in range(3, 20):
+            logits, _ = model(out[:, max(0, t - 8) : t])
+            want = torch.log_softmax(logits[0, -1], -1)[out[0, t]]
+            assert lp[t - 3].item() == pytest.approx(want.item(), abs=1e-5)
+    assert (lp <= 0).all()
+
+
+def test_continuation_log_probs_short_sequence(tiny):
+    model, tok = tiny
+    ids = torch.tensor(tok.encode("abcd"))
+    lp = A.continuation_log_probs(model, ids, 1)
+    assert lp.shape == (3,)
+
+
+def test_continuation_log_probs_rejects_bad_start(tiny):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="start"):
+        A.continuation_log_probs(model, torch.tensor(tok.encode("abcd")), 0)
+    with pytest.raises(TypeError, match="tensor"):
+        A.continuation_log_probs(model, [1, 2, 3], 1)
