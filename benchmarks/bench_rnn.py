@@ -4,7 +4,9 @@
 
 Forward passes without gradients. Each minitx layer holds its torch twin's weights
 (``from_torch``), and the two run interleaved so load from other processes hits both
-alike. Prints the fastest of ``--repeats`` timings per sequence, the growth from the
+alike. Times are CPU time of this process (``time.process_time``, one thread by default),
+so other programs sharing the CPU do not count. Prints the fastest of ``--repeats``
+timings per sequence, the growth from the
 shortest to the longest length (linear in T = the ratio of the lengths), and the ratio
 minitx / torch.
 """
@@ -21,12 +23,12 @@ from minitx.rnn import GRU, LSTM, RNN
 
 
 def best_time(fn, x: torch.Tensor, repeats: int) -> float:
-    """Fastest of ``repeats`` calls of ``fn(x)``, in seconds."""
+    """Fastest of ``repeats`` calls of ``fn(x)``, in seconds of process CPU time."""
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         fn(x)
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 

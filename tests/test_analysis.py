@@ -261,3 +261,16 @@ def test_continuation_log_probs_rejects_bad_start(tiny):
         A.continuation_log_probs(model, torch.tensor(tok.encode("abcd")), 0)
     with pytest.raises(TypeError, match="tensor"):
         A.continuation_log_probs(model, [1, 2, 3], 1)
+
+
+@pytest.mark.parametrize("length", [7, 8, 9, 10])
+def test_continuation_log_probs_around_block_size(tiny, length):
+    model, tok = tiny
+    ids = torch.tensor(tok.encode("abcdefgh\n "[:length]))
+    lp = A.continuation_log_probs(model, ids, 2)
+    assert lp.shape == (length - 2,)
+    with torch.no_grad():
+        for t in range(2, length):
+            logits, _ = model(ids[max(0, t - 8) : t][None])
+            want = torch.log_softmax(logits[0, -1], -1)[ids[t]]
+            assert lp[t - 2].item() == pytest.approx(want.item(), abs=1e-5)
