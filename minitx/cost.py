@@ -16,6 +16,7 @@ parallel while attention's work does not.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -57,6 +58,7 @@ def measure_time(
     operating system runs other programs, so a busy machine does not inflate the result.
     It only sees work done on this thread: time torch code inside :func:`single_thread`.
     For GPU work pass ``clock=time.perf_counter`` and synchronise inside ``fn``.
+    Python's garbage collector is paused during the timed calls, as ``timeit`` does.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -65,10 +67,16 @@ def measure_time(
     for _ in range(warmup):
         fn(*args)
     best = math.inf
-    for _ in range(repeats):
-        start = clock()
-        fn(*args)
-        best = min(best, clock() - start)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            start = clock()
+            fn(*args)
+            best = min(best, clock() - start)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return best
 
 

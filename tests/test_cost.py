@@ -51,6 +51,18 @@ def test_measure_time_without_warmup_counts_every_call():
     assert measure_time(clock.work, repeats=2, warmup=0, clock=clock) == 0.5
 
 
+def test_measure_time_pauses_the_garbage_collector_and_restores_it():
+    import gc
+
+    states = []
+    assert gc.isenabled()
+    measure_time(lambda: states.append(gc.isenabled()), repeats=2, warmup=1)
+    assert states == [True, False, False] and gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        measure_time(lambda: 1 / 0, warmup=0)
+    assert gc.isenabled()
+
+
 def test_measure_time_passes_arguments():
     seen = []
     measure_time(lambda a, b: seen.append((a, b)), 1, "x", repeats=2, warmup=1)
