@@ -176,7 +176,9 @@ class GPT(nn.Module):
                 f"targets must have the shape of idx {tuple(idx.shape)}, got "
                 f"{tuple(targets.shape)}"
             )
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        loss = F.cross_entropy(
+            logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1
+        )
         return logits, loss
 
     def attention_maps(self, idx: Tensor) -> Tensor:
