@@ -95,8 +95,8 @@ PRESETS: dict[str, Preset] = {
     "cpu": Preset(
         name="cpu",
         description=(
-            "4 layers x 128 wide, block 64, batch 12, 2000 steps, lr 3e-3 with warmup and "
-            "cosine decay, no biases: a few minutes on a laptop CPU"
+            "4 layers x 128 wide, block 64, batch 12, 2000 steps, lr 6e-3 -> 6e-4 (warmup "
+            "100, cosine), no biases: the laptop recipe's cost, a lower validation loss"
         ),
         model={
             "block_size": 64,
@@ -109,8 +109,8 @@ PRESETS: dict[str, Preset] = {
         train=TrainConfig(
             max_steps=2000,
             batch_size=12,
-            learning_rate=3e-3,
-            min_lr=3e-4,
+            learning_rate=6e-3,
+            min_lr=6e-4,
             warmup_steps=100,
             weight_decay=0.1,
             betas=(0.9, 0.99),

@@ -18,15 +18,16 @@ same GRU written from its equations, checked equal to PyTorch's in notebook 02.
 
 from __future__ import annotations
 
-import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import AdditiveAttention, DotProductAttention
+from minitx.tasks import dates
+from minitx.tasks.dates import CharVocab, DateBatch, DateExample
 
 ATTENTION_KINDS = (None, "additive", "dot")
 
@@ -41,6 +42,7 @@ class Seq2Seq(nn.Module):
         attention: None (fixed context vector), "additive" or "dot".
         attn_size: hidden size of the additive score's tanh layer (default H).
         bos_id: the target id the decoder is fed at its first step.
+        eos_id: the target id that ends an output.
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class Seq2Seq(nn.Module):
         attn_size: int | None = None,
         pad_id: int = 0,
         bos_id: int = 1,
+        eos_id: int = 2,
     ) -> None:
         super().__init__()
         if attention not in ATTENTION_KINDS:
@@ -63,7 +66,7 @@ class Seq2Seq(nn.Module):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         self.attention_kind = attention
-        self.pad_id, self.bos_id = pad_id, bos_id
+        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
         self.hidden_size = H = hidden_size
 
         self.src_emb = nn.Embedding(src_vocab_size, emb_size, padding_idx=pad_id)
@@ -135,38 +138,47 @@ class Seq2Seq(nn.Module):
     def greedy_decode(
         self, src: Tensor, src_lengths: Tensor, max_len: int
     ) -> tuple[Tensor, Tensor | None]:
-        """Write ``max_len`` characters, each time feeding back the most likely one.
+        """Write up to ``max_len`` characters, each time feeding back the most likely one;
+        stop early once every output has written ``eos_id``.
 
-        Returns ids (B, max_len) and attention weights (B, max_len, T_in), or None
-        without attention. Row i of the weights says where the decoder looked while
-        writing character i; padded source positions get weight 0.
+        Returns ids (B, L) and attention weights (B, L, T_in), or None without attention,
+        with L <= max_len (ids after an output's end are meaningless). Row i of the
+        weights says where the decoder looked while writing character i; padded source
+        positions get weight 0.
         """
         if not isinstance(max_len, int) or max_len < 1:
             raise ValueError(f"max_len must be an int >= 1, got {max_len!r}")
         states, s, mask = self.encode(src, src_lengths)
         last = s
         y = torch.full((src.size(0),), self.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
         ids, weights = [], []
         for _ in range(max_len):
             logits, s, w = self.step(y, s, states, last, mask)
             y = logits.argmax(dim=-1)
             ids.append(y)
             weights.append(w)
+            done |= y == self.eos_id
+            if done.all():
+                break
         stacked = None if self.attention is None else torch.stack(weights, dim=1)
         return torch.stack(ids, dim=1), stacked
 
 
 def translate(
-    model: Seq2Seq, sources: Sequence[str], src_vocab=None, tgt_vocab=None, max_len: int = 10
+    model: Seq2Seq,
+    sources: Sequence[str],
+    src_vocab: CharVocab | None = None,
+    tgt_vocab: CharVocab | None = None,
+    max_len: int = 50,
 ) -> list[tuple[str, Tensor | None]]:
     """Greedy translations of ``sources`` with their alignments.
 
     Returns one ``(output, weights)`` per source; ``weights`` is (len(output), len(source))
-    (rows: output characters, columns: input characters), or None without attention.
-    Vocabularies default to those of :mod:`minitx.tasks.dates`.
+    (rows: output characters, columns: input characters; the row of the end symbol is
+    left out), or None without attention. Vocabularies default to those of
+    :mod:`minitx.tasks.dates`.
     """
-    from minitx.tasks import dates
-
     src_vocab = dates.SOURCE_VOCAB if src_vocab is None else src_vocab
     tgt_vocab = dates.TARGET_VOCAB if tgt_vocab is None else tgt_vocab
     if isinstance(sources, str):
@@ -179,65 +191,106 @@ def translate(
     model.train(was_training)
     results = []
     for b, n in enumerate(lengths.tolist()):
-        w = None if weights is None else weights[b, :, :n].cpu()
-        results.append((tgt_vocab.decode(ids[b].cpu()), w))
+        row = ids[b].tolist()
+        end = row.index(model.eos_id) if model.eos_id in row else len(row)
+        w = None if weights is None else weights[b, :end, :n].cpu()
+        results.append((tgt_vocab.decode(row[:end]), w))
     return results
 
 
 @torch.no_grad()
-def accuracy(model: Seq2Seq, examples: Sequence, batch_size: int = 512) -> float:
-    """Fraction of ``examples`` (DateExample-like: .source, .target) translated exactly."""
+def accuracy(model: Seq2Seq, examples: Sequence[DateExample], batch_size: int = 500) -> float:
+    """Fraction of ``examples`` whose whole target is written exactly (greedy decoding)."""
     if len(examples) == 0:
         raise ValueError("accuracy needs at least one example")
     correct = 0
     for i in range(0, len(examples), batch_size):
         chunk = examples[i : i + batch_size]
-        outputs = translate(model, [e.source for e in chunk], max_len=len(chunk[0].target))
+        max_len = max(len(e.target) for e in chunk) + 1
+        outputs = translate(model, [e.source for e in chunk], max_len=max_len)
         correct += sum(out == e.target for (out, _), e in zip(outputs, chunk, strict=True))
     return correct / len(examples)
 
 
+def length_bucketed_batches(
+    data: DateBatch, batch_size: int, seed: int = 0, window: int = 4
+) -> Iterator[DateBatch]:
+    """Endless random batches of examples of similar source length, trimmed of padding.
+
+    ``data`` holds the whole training set (``dates.make_batch(train)``). Each batch is
+    ``batch_size`` examples drawn from a random run of ``window * batch_size``
+    neighbours in length order, so little of a batch is padding (cheaper steps).
+    """
+    N = data.src.size(0)
+    if not isinstance(batch_size, int) or not 1 <= batch_size <= N:
+        raise ValueError(f"batch_size must be an int in [1, {N}], got {batch_size!r}")
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.argsort(data.src_lengths, stable=True)
+    if not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be an int >= 1, got {window!r}")
+    size = min(N, window * batch_size)
+    tgt_lengths = (data.tgt_out != 0).sum(dim=1)  # target + </s>
+    while True:
+        first = int(torch.randint(0, N - size + 1, (1,), generator=gen))
+        pick = torch.randperm(size, generator=gen)[:batch_size]
+        idx = order[first + pick]
+        T_in, T_out = int(data.src_lengths[idx].max()), int(tgt_lengths[idx].max())
+        yield DateBatch(
+            data.src[idx, :T_in], data.src_lengths[idx],
+            data.tgt_in[idx, :T_out], data.tgt_out[idx, :T_out],
+        )  # fmt: skip
+
+
 def train_seq2seq(
     model: Seq2Seq,
-    train: Sequence,
+    train: Sequence[DateExample],
     *,
-    steps: int = 600,
-    batch_size: int = 64,
-    lr: float = 3e-3,
+    steps: int = 400,
+    batch_size: int = 32,
+    lr: float = 1e-2,
     seed: int = 0,
-    val: Sequence | None = None,
+    val: Sequence[DateExample] | None = None,
     eval_every: int = 100,
     clip: float = 1.0,
+    min_lr_fraction: float = 0.1,
+    window: int | None = 4,
 ) -> dict[str, list[float]]:
-    """Train with teacher forcing and cross-entropy, Adam, gradient clipping.
+    """Train with teacher forcing and cross-entropy: Adam, gradient norm clipped at ``clip``,
+    learning rate decayed from ``lr`` to ``lr * min_lr_fraction`` along a cosine.
 
-    ``train``/``val`` are lists of :class:`minitx.tasks.dates.DateExample`. Batches are drawn
-    at random from ``train`` with a generator seeded by ``seed``.
+    ``train``/``val`` are lists of :class:`~minitx.tasks.dates.DateExample`. Batches come
+    from :func:`length_bucketed_batches` seeded with ``seed`` (``window=None``: drawn from
+    the whole set, lengths mixed); padded target positions do not count in the loss.
 
     Returns a history dict: "step" and "loss" (mean training loss over each
     ``eval_every`` steps), "val_acc" (exact-match accuracy on ``val``, when given) and
     "seconds" (wall time so far).
     """
-    from minitx.tasks.dates import make_batch
-
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
     if len(train) == 0:
         raise ValueError("train must not be empty")
-    rng = random.Random(seed)
     device = next(model.parameters()).device
+    data = dates.make_batch(train)
+    window = data.src.size(0) if window is None else window
+    batches = length_bucketed_batches(data, batch_size, seed=seed, window=window)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps, eta_min=lr * min_lr_fraction)
     history: dict[str, list[float]] = {"step": [], "loss": [], "val_acc": [], "seconds": []}
     start, running = time.perf_counter(), []
     model.train()
     for step in range(1, steps + 1):
-        batch = make_batch([train[rng.randrange(len(train))] for _ in range(batch_size)])
-        logits, _ = model(batch.src.to(device), batch.src_lengths.to(device), batch.tgt_in.to(device))
-        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.to(device).flatten())
+        batch = next(batches)
+        src, lengths = batch.src.to(device), batch.src_lengths.to(device)
+        logits, _ = model(src, lengths, batch.tgt_in.to(device))  # (B, T_out, V)
+        loss = F.cross_entropy(
+            logits.flatten(0, 1), batch.tgt_out.to(device).flatten(), ignore_index=model.pad_id
+        )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
+        sched.step()
         running.append(loss.item())
         if step % eval_every == 0 or step == steps:
             history["step"].append(step)

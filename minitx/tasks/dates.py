@@ -4,6 +4,7 @@
     "march 3, 1998"                -> "1998-03-03"
     "3/3/98"                       -> "1998-03-03"
     "note tue 3 march 1998 please" -> "1998-03-03"   (with filler words)
+    "3/3/98; may 1, 2001"          -> "1998-03-03 2001-05-01"   (several dates)
 
 Rules that make every source unambiguous:
 
@@ -43,7 +44,7 @@ FILLER_WORDS = (
 )  # fmt: skip
 
 FILLER_POSITIONS = ("both", "before", "after")
-TARGET_LENGTH = 10  # "yyyy-mm-dd"
+DATE_SEPARATOR = "; "
 
 
 def _ordinal(day: int) -> str:
@@ -68,9 +69,11 @@ def _pieces(d: datetime.date, fmt: str) -> list[tuple[str, str]]:
             ("weekday", wd), ("", " "), ("day", str(d.day)), ("", " "),
             ("month", month), ("", " "), ("year", y),
         ],
-        "month d, yyyy": [("month", month), ("", " "), ("day", str(d.day)), ("", ", "), ("year", y)],
+        "month d, yyyy": [("month", month), ("", " "), ("day", str(d.day)), ("", ", "),
+                          ("year", y)],
         "d mon yyyy": [("day", str(d.day)), ("", " "), ("month", mon), ("", " "), ("year", y)],
-        "mon d yy": [("month", mon), ("", " "), ("day", str(d.day)), ("", " "), ("year", _yy(d.year))],
+        "mon d yy": [("month", mon), ("", " "), ("day", str(d.day)), ("", " "),
+                     ("year", _yy(d.year))],
         "weekday, month d, yyyy": [
             ("weekday", weekday), ("", ", "), ("month", month), ("", " "),
             ("day", str(d.day)), ("", ", "), ("year", y),
@@ -83,7 +86,8 @@ def _pieces(d: datetime.date, fmt: str) -> list[tuple[str, str]]:
                    ("year", _yy(d.year))],
         "dd.mm.yyyy": [("day", f"{d.day:02d}"), ("", "."), ("month", f"{d.month:02d}"), ("", "."),
                        ("year", y)],
-        "yyyy, month d": [("year", y), ("", ", "), ("month", month), ("", " "), ("day", str(d.day))],
+        "yyyy, month d": [("year", y), ("", ", "), ("month", month), ("", " "),
+                          ("day", str(d.day))],
     }  # fmt: skip
     if fmt not in table:
         raise ValueError(f"unknown date format {fmt!r}; known: {', '.join(FORMATS)}")
@@ -106,18 +110,21 @@ FORMATS = (
 
 @dataclass(frozen=True)
 class DateExample:
-    """One example. ``source`` is what the model reads, ``target`` the ISO date.
+    """One example. ``source`` is what the model reads, ``target`` the ISO date(s).
 
-    ``spans`` maps "day", "month", "year" (and "weekday" when present) to the
-    ``(start, end)`` character range of that field in ``source`` (end exclusive).
+    A source may hold several dates separated by "; "; the target then lists their ISO
+    forms separated by spaces: "3/3/98; may 1, 2001" -> "1998-03-03 2001-05-01".
+    ``dates`` and ``formats`` have one entry per date. ``spans[k]`` maps "day", "month",
+    "year" (and "weekday" when present) to the ``(start, end)`` character range of that
+    field of date k in ``source`` (end exclusive). ``n_filler`` counts the filler words.
     """
 
     source: str
     target: str
-    date: datetime.date
-    fmt: str
+    dates: tuple[datetime.date, ...]
+    formats: tuple[str, ...]
     n_filler: int
-    spans: dict[str, tuple[int, int]]
+    spans: tuple[dict[str, tuple[int, int]], ...]
 
 
 def format_date(d: datetime.date, fmt: str) -> str:
@@ -131,17 +138,27 @@ def random_date(rng: random.Random) -> datetime.date:
     return FIRST_DATE + datetime.timedelta(days=rng.randint(0, span))
 
 
+def target_length(n_dates: int) -> int:
+    """Characters of the target for ``n_dates`` dates: 10 each, 1 space between."""
+    return 11 * n_dates - 1
+
+
 def make_example(
     rng: random.Random,
     *,
-    d: datetime.date | None = None,
-    fmt: str | None = None,
+    dates: Sequence[datetime.date] | None = None,
+    n_dates: int = 1,
+    formats: Sequence[str] | None = None,
     n_filler: int = 0,
     filler_position: str = "both",
 ) -> DateExample:
-    """One example drawn with ``rng``: a date (random unless ``d``), a format (random
-    unless ``fmt``) and ``n_filler`` filler words placed "before" the date, "after" it, or
-    split at random between the two ("both")."""
+    """One example drawn with ``rng``.
+
+    ``n_dates`` random dates (or the given ``dates``), each in a format drawn from
+    ``formats`` (default: all of :data:`FORMATS`), joined by "; ", with ``n_filler``
+    filler words placed "before" the dates, "after" them, or split at random between the
+    two ("both").
+    """
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng must be a random.Random, got {type(rng).__name__}")
     if not isinstance(n_filler, int) or n_filler < 0:
@@ -150,60 +167,92 @@ def make_example(
         raise ValueError(
             f"filler_position must be one of {FILLER_POSITIONS}, got {filler_position!r}"
         )
-    d = random_date(rng) if d is None else d
-    if not FIRST_DATE <= d <= LAST_DATE:
-        raise ValueError(f"date must lie in [{FIRST_DATE}, {LAST_DATE}], got {d}")
-    fmt = rng.choice(FORMATS) if fmt is None else fmt
-    pieces = _pieces(d, fmt)
+    if dates is None:
+        if not isinstance(n_dates, int) or n_dates < 1:
+            raise ValueError(f"n_dates must be an int >= 1, got {n_dates!r}")
+        dates = [random_date(rng) for _ in range(n_dates)]
+    if len(dates) == 0:
+        raise ValueError("dates must hold at least one date")
+    for d in dates:
+        if not isinstance(d, datetime.date) or not FIRST_DATE <= d <= LAST_DATE:
+            raise ValueError(f"dates must lie in [{FIRST_DATE}, {LAST_DATE}], got {d!r}")
+    choices = _check_formats(formats)
+    formats = [rng.choice(choices) for _ in dates]
     words = [rng.choice(FILLER_WORDS) for _ in range(n_filler)]
     n_before = {"before": n_filler, "after": 0, "both": rng.randint(0, n_filler)}[filler_position]
-    before = "".join(w + " " for w in words[:n_before])
-    after = "".join(" " + w for w in words[n_before:])
 
-    spans, pos = {}, len(before)
-    for field, text in pieces:
-        if field:
-            spans[field] = (pos, pos + len(text))
-        pos += len(text)
-    source = before + "".join(text for _, text in pieces) + after
-    return DateExample(source, d.isoformat(), d, fmt, n_filler, spans)
+    source = "".join(w + " " for w in words[:n_before])
+    spans = []
+    for k, (d, f) in enumerate(zip(dates, formats, strict=True)):
+        if k:
+            source += DATE_SEPARATOR
+        fields = {}
+        for field, text in _pieces(d, f):
+            if field:
+                fields[field] = (len(source), len(source) + len(text))
+            source += text
+        spans.append(fields)
+    source += "".join(" " + w for w in words[n_before:])
+    target = " ".join(d.isoformat() for d in dates)
+    return DateExample(source, target, tuple(dates), tuple(formats), n_filler, tuple(spans))
+
+
+def _check_formats(formats: Sequence[str] | None) -> tuple[str, ...]:
+    formats = FORMATS if formats is None else formats
+    if isinstance(formats, str) or len(formats) == 0:
+        raise ValueError(f"formats must be a non-empty list of format names, got {formats!r}")
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown date format {fmt!r}; known: {', '.join(FORMATS)}")
+    return tuple(formats)
+
+
+def _int_range(value: int | tuple[int, int], name: str, low: int) -> tuple[int, int]:
+    lo, hi = (value, value) if isinstance(value, int) else tuple(value)
+    if not (isinstance(lo, int) and isinstance(hi, int) and low <= lo <= hi):
+        raise ValueError(
+            f"{name} must be an int >= {low} or a range (lo, hi) with {low} <= lo <= hi, "
+            f"got {value!r}"
+        )
+    return lo, hi
 
 
 def generate(
     n: int,
     seed: int = 0,
     *,
+    n_dates: int | tuple[int, int] = 1,
     formats: Sequence[str] | None = None,
     filler: int | tuple[int, int] = 0,
     filler_position: str = "both",
 ) -> list[DateExample]:
     """``n`` examples, deterministic given ``seed``.
 
-    ``formats`` restricts the formats (default: all of :data:`FORMATS`). ``filler`` is a
-    number of filler words, or a range ``(lo, hi)`` (inclusive) to draw it from, and
-    ``filler_position`` says where they go (see :func:`make_example`).
+    ``n_dates`` (dates per example) and ``filler`` (filler words per example) are numbers,
+    or ranges ``(lo, hi)`` (inclusive) to draw them from. ``formats`` restricts the
+    formats (default: all of :data:`FORMATS`); ``filler_position`` says where the filler
+    goes (see :func:`make_example`).
     """
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be an int >= 0, got {n!r}")
-    formats = tuple(FORMATS if formats is None else formats)
-    if not formats:
-        raise ValueError("formats must not be empty")
-    for fmt in formats:
-        if fmt not in FORMATS:
-            raise ValueError(f"unknown date format {fmt!r}; known: {', '.join(FORMATS)}")
-    lo, hi = (filler, filler) if isinstance(filler, int) else tuple(filler)
-    if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi):
-        raise ValueError(f"filler must be an int >= 0 or a range (lo, hi) with lo <= hi, got {filler!r}")
+    formats = _check_formats(formats)
+    d_lo, d_hi = _int_range(n_dates, "n_dates", 1)
+    f_lo, f_hi = _int_range(filler, "filler", 0)
     rng = random.Random(seed)
-    return [
-        make_example(
-            rng,
-            fmt=rng.choice(formats),
-            n_filler=rng.randint(lo, hi),
-            filler_position=filler_position,
+    examples = []
+    for _ in range(n):
+        k = rng.randint(d_lo, d_hi)
+        dates = [random_date(rng) for _ in range(k)]
+        examples.append(
+            make_example(
+                rng,
+                dates=dates,
+                formats=formats,
+                n_filler=rng.randint(f_lo, f_hi),
+                filler_position=filler_position,
+            )
         )
-        for _ in range(n)
-    ]
+    return examples
 
 
 class CharVocab:
@@ -229,7 +278,8 @@ class CharVocab:
         return len(self.itos)
 
     def __repr__(self) -> str:
-        return f"CharVocab({len(self)} symbols: {self.itos[: len(self) - len(self.chars)]} + {self.chars!r})"
+        specials = self.itos[: len(self) - len(self.chars)]
+        return f"CharVocab({len(self)} symbols: {specials} + {self.chars!r})"
 
     def id(self, symbol: str) -> int:
         """The id of one character or special symbol."""
@@ -243,14 +293,18 @@ class CharVocab:
             raise TypeError(f"encode expects a str, got {type(text).__name__}")
         bad = sorted({c for c in text if c not in self._char_set})
         if bad:
-            raise ValueError(f"characters {bad} of {text!r} are not in the vocabulary {self.chars!r}")
+            raise ValueError(
+                f"characters {bad} of {text!r} are not in the vocabulary {self.chars!r}"
+            )
         return [self.stoi[c] for c in text]
 
     def decode(self, ids: Sequence[int] | Tensor) -> str:
         """The characters of ``ids``, skipping padding and special symbols."""
         if isinstance(ids, Tensor):
             if ids.dim() != 1:
-                raise ValueError(f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
+                raise ValueError(
+                    f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}"
+                )
             ids = ids.tolist()
         n_special = len(self) - len(self.chars)
         out = []
@@ -276,17 +330,20 @@ class CharVocab:
         return ids, lengths
 
 
-SOURCE_VOCAB = CharVocab(" ,./0123456789abcdefghijklmnopqrstuvwxyz")
-TARGET_VOCAB = CharVocab("-0123456789", specials=("<s>",))
+SOURCE_VOCAB = CharVocab(" ,./;0123456789abcdefghijklmnopqrstuvwxyz")
+TARGET_VOCAB = CharVocab(" -0123456789", specials=("<s>", "</s>"))
 BOS_ID = TARGET_VOCAB.id("<s>")
+EOS_ID = TARGET_VOCAB.id("</s>")
 
 
 @dataclass
 class DateBatch:
-    """Tensors for one batch.
+    """Tensors for one batch (padding id 0 everywhere).
 
     src (B, T_in) right-padded source ids; src_lengths (B,);
-    tgt_in (B, 10) = <s> + target[:-1] (teacher forcing input); tgt_out (B, 10) = target.
+    tgt_in (B, T_out) = <s> + target (what the decoder is fed, teacher forcing);
+    tgt_out (B, T_out) = target + </s> (what it must predict).
+    T_out = 1 + the longest target.
     """
 
     src: Tensor
@@ -300,9 +357,12 @@ def make_batch(examples: Sequence[DateExample]) -> DateBatch:
     if len(examples) == 0:
         raise ValueError("make_batch expects a non-empty list of DateExample")
     src, lengths = SOURCE_VOCAB.encode_batch([e.source for e in examples])
-    tgt_out, _ = TARGET_VOCAB.encode_batch([e.target for e in examples], T=TARGET_LENGTH)
-    bos = torch.full((len(examples), 1), BOS_ID, dtype=torch.long)
-    tgt_in = torch.cat([bos, tgt_out[:, :-1]], dim=1)
+    tgt, tgt_lengths = TARGET_VOCAB.encode_batch([e.target for e in examples])
+    B = tgt.size(0)
+    pad = torch.zeros(B, 1, dtype=torch.long)
+    tgt_in = torch.cat([torch.full((B, 1), BOS_ID, dtype=torch.long), tgt], dim=1)
+    tgt_out = torch.cat([tgt, pad], dim=1)
+    tgt_out[torch.arange(B), tgt_lengths] = EOS_ID
     return DateBatch(src, lengths, tgt_in, tgt_out)
 
 
