@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
                 "preset": preset,
                 "trainer": Trainer(model, preset.train, batches),
                 "wall": 0.0,
+                "cpu": 0.0,
                 "curve": [],
             }
         )

@@ -13,6 +13,10 @@ Each module holds one idea of the course and is imported by the notebook that te
     minitx.gpt          a small GPT
     minitx.sampling     temperature, top-k, top-p, greedy and beam-search decoding
     minitx.trainer      a training loop that knows nothing about GPT
+    minitx.batches      random (B, T) training windows
+    minitx.checkpoint   safe save, load, resume and export
+    minitx.presets      the named training recipes
+    minitx.cli          the `minitx` command
     minitx.viz          attention heatmaps and the plots the course repeats
     minitx.explorer     interactive attention explorer (ipywidgets)
     minitx.exercises    auto-checked exercises

@@ -159,15 +159,15 @@ def _train(args: argparse.Namespace) -> int:
             )
         config = preset.train
         model_config = None
-    overrides = {}
+    # Device and progress bar belong to this session, not to the run: a resumed run
+    # takes them from the command line, everything else from its checkpoint.
+    overrides = {"device": args.device or "auto", "progress": not args.no_progress}
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
-    if args.device is not None:
-        overrides["device"] = args.device
-    if args.seed is not None and not args.resume:
+    if args.seed is not None:
+        if args.resume:
+            raise UsageError("--seed cannot change a resumed run (it keeps its own RNG states)")
         overrides["seed"] = args.seed
-    if args.no_progress:
-        overrides["progress"] = False
     config = TrainConfig.from_dict({**config.to_dict(), **overrides})
     runtime = plan_runtime(config)
 

@@ -26,16 +26,25 @@ def default_device() -> torch.device:
     return torch.device("cpu")
 
 
-def setup_notebook(seed: int = 0, *, quiet: bool = False) -> torch.device:
+def setup_notebook(
+    seed: int = 0, *, threads: int | None = None, quiet: bool = False
+) -> torch.device:
     """Make a notebook reproducible and readable; return the device to use.
 
     Seeds every generator, asks torch for deterministic CPU kernels, sets short
     numpy/torch print options and the course's figure defaults, then prints one line
     with the versions and the device (nbval's sanitize file normalises the version
     numbers, so the line compares equal across installs).
+
+    ``threads`` caps torch's CPU threads: the tiny models of the course train faster on
+    one thread than on cores that other programs are also using.
     """
     from minitx import __version__
 
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
     seed_everything(seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")

@@ -38,11 +38,15 @@ class Seq2Seq(nn.Module):
     Args:
         src_vocab_size, tgt_vocab_size: vocabulary sizes; id ``pad_id`` is padding.
         emb_size: size of the character embeddings.
-        hidden_size: H, the size of the encoder and decoder states.
+        hidden_size: H, the size of the encoder states h_j and of the decoder state s_i.
         attention: None (fixed context vector), "additive" or "dot".
-        attn_size: hidden size of the additive score's tanh layer (default H).
+        attn_size: hidden size of the additive score's tanh layer (default H / 2).
         bos_id: the target id the decoder is fed at its first step.
         eos_id: the target id that ends an output.
+        bidirectional: read the source both ways, H / 2 features per direction, as
+            Bahdanau et al. do: h_j then describes the characters on both sides of j.
+
+    ``Seq2Seq.for_dates(...)`` builds one for :mod:`minitx.tasks.dates`.
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class Seq2Seq(nn.Module):
         pad_id: int = 0,
         bos_id: int = 1,
         eos_id: int = 2,
+        bidirectional: bool = True,
     ) -> None:
         super().__init__()
         if attention not in ATTENTION_KINDS:
@@ -70,16 +75,32 @@ class Seq2Seq(nn.Module):
         self.hidden_size = H = hidden_size
 
         self.src_emb = nn.Embedding(src_vocab_size, emb_size, padding_idx=pad_id)
-        self.encoder = nn.GRU(emb_size, H, batch_first=True)
+        if bidirectional and H % 2:
+            raise ValueError(f"a bidirectional encoder needs an even hidden_size, got {H}")
+        self.bidirectional = bidirectional
+        # Bidirectional: H/2 per direction, so the states still have H features.
+        self.encoder = nn.GRU(
+            emb_size, H // 2 if bidirectional else H, batch_first=True, bidirectional=bidirectional
+        )
         self.tgt_emb = nn.Embedding(tgt_vocab_size, emb_size)
         self.decoder = nn.GRUCell(emb_size + H, H)  # input: [previous char; context]
         if attention == "additive":
-            self.attention = AdditiveAttention(H, H, attn_size or H)
+            self.attention = AdditiveAttention(H, H, attn_size or max(1, H // 2))
         elif attention == "dot":
             self.attention = DotProductAttention(H, scaled=True)
         else:
             self.attention = None
         self.out = nn.Linear(2 * H, tgt_vocab_size)  # from [s_i; c_i]
+
+    @classmethod
+    def for_dates(cls, attention: str | None = "additive", **kwargs: int | bool) -> Seq2Seq:
+        """A model with the vocabularies and special ids of :mod:`minitx.tasks.dates`;
+        ``kwargs`` go to the constructor (emb_size, hidden_size, ...)."""
+        return cls(
+            len(dates.SOURCE_VOCAB), len(dates.TARGET_VOCAB), attention=attention,
+            pad_id=dates.SOURCE_VOCAB.pad_id, bos_id=dates.BOS_ID, eos_id=dates.EOS_ID,
+            **kwargs,
+        )  # fmt: skip
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Read the source.
@@ -97,9 +118,19 @@ class Seq2Seq(nn.Module):
         if (src_lengths < 1).any() or (src_lengths > T).any():
             raise ValueError(f"src_lengths must lie in [1, {T}], got {src_lengths.tolist()}")
         mask = torch.arange(T, device=src.device)[None, :] < src_lengths[:, None]  # (B, T_in)
+        x = self.src_emb(src)  # (B, T_in, E)
+        if self.bidirectional:
+            # Packing makes the backward GRU start at each sequence's last real character.
+            packed = nn.utils.rnn.pack_padded_sequence(
+                x, src_lengths.cpu(), batch_first=True, enforce_sorted=False
+            )
+            out, h_n = self.encoder(packed)  # h_n (2, B, H/2)
+            states, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=T)
+            last = torch.cat([h_n[0], h_n[1]], dim=-1)  # (B, H): forward end, backward start
+            return states, last, mask
         # Right padding comes after the real characters, so a one-directional GRU's
         # state at the last real character is not touched by it.
-        states, _ = self.encoder(self.src_emb(src))  # (B, T_in, H)
+        states, _ = self.encoder(x)  # (B, T_in, H)
         last = states[torch.arange(B, device=src.device), src_lengths - 1]  # (B, H)
         return states, last, mask
 
@@ -245,22 +276,29 @@ def train_seq2seq(
     model: Seq2Seq,
     train: Sequence[DateExample],
     *,
-    steps: int = 400,
-    batch_size: int = 32,
-    lr: float = 1e-2,
+    steps: int = 250,
+    batch_size: int = 64,
+    lr: float = 2e-2,
     seed: int = 0,
     val: Sequence[DateExample] | None = None,
-    eval_every: int = 100,
+    eval_every: int = 50,
     clip: float = 1.0,
     min_lr_fraction: float = 0.1,
     window: int | None = 4,
+    target_acc: float | None = None,
+    schedule_steps: int | None = None,
 ) -> dict[str, list[float]]:
-    """Train with teacher forcing and cross-entropy: Adam, gradient norm clipped at ``clip``,
-    learning rate decayed from ``lr`` to ``lr * min_lr_fraction`` along a cosine.
+    """Train for ``steps`` steps with teacher forcing and cross-entropy: Adam, gradient norm
+    clipped at ``clip``, learning rate decayed from ``lr`` to ``lr * min_lr_fraction`` along a
+    cosine over ``schedule_steps`` (default ``steps``).
 
     ``train``/``val`` are lists of :class:`~minitx.tasks.dates.DateExample`. Batches come
     from :func:`length_bucketed_batches` seeded with ``seed`` (``window=None``: drawn from
     the whole set, lengths mixed); padded target positions do not count in the loss.
+
+    ``target_acc``: stop early, at the first evaluation where the accuracy on ``val``
+    reaches it. (To give a second model the same number of steps under the same schedule,
+    pass ``steps=`` the first model's last step and ``schedule_steps=`` its ``steps``.)
 
     Returns a history dict: "step" and "loss" (mean training loss over each
     ``eval_every`` steps), "val_acc" (exact-match accuracy on ``val``, when given) and
@@ -270,12 +308,19 @@ def train_seq2seq(
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
     if len(train) == 0:
         raise ValueError("train must not be empty")
+    schedule_steps = steps if schedule_steps is None else schedule_steps
+    if not isinstance(schedule_steps, int) or schedule_steps < steps:
+        raise ValueError(f"schedule_steps must be an int >= steps={steps}, got {schedule_steps!r}")
+    if target_acc is not None and val is None:
+        raise ValueError("target_acc needs val examples to measure the accuracy on")
     device = next(model.parameters()).device
     data = dates.make_batch(train)
     window = data.src.size(0) if window is None else window
     batches = length_bucketed_batches(data, batch_size, seed=seed, window=window)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps, eta_min=lr * min_lr_fraction)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(
+        opt, schedule_steps, eta_min=lr * min_lr_fraction
+    )
     history: dict[str, list[float]] = {"step": [], "loss": [], "val_acc": [], "seconds": []}
     start, running = time.perf_counter(), []
     model.train()
@@ -300,5 +345,7 @@ def train_seq2seq(
                 history["val_acc"].append(accuracy(model, val))
                 model.train()
             history["seconds"].append(time.perf_counter() - start)
+            if target_acc is not None and history["val_acc"][-1] >= target_acc:
+                break
     model.eval()
     return history

@@ -113,6 +113,7 @@ class TrainConfig:
     device: str = "auto"
     dtype: str = "auto"
     compile: bool | None = None
+    threads: int | None = None  # CPU threads; None: $OMP_NUM_THREADS, else every core
     seed: int = 1337
     progress: bool = True
 
@@ -122,6 +123,8 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError(f"TrainConfig.threads must be None or an int >= 1, got {self.threads!r}")
         if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             raise ValueError(
                 f"TrainConfig.warmup_steps must be an int >= 0, got {self.warmup_steps!r}"
@@ -280,7 +283,7 @@ def plan_runtime(
         compile=compile_,
         fused_adamw=is_cuda,
         tf32=is_cuda,
-        num_threads=cpu_threads(cpus=cpus),
+        num_threads=config.threads or cpu_threads(cpus=cpus),
     )
 
 
@@ -523,12 +526,15 @@ class Trainer:
                     self._loss_sum = self._loss_sum + loss.float()  # no device sync here
                     self._loss_count += 1
                     tokens_window += n_tokens
+                    last = self.step == max_steps
+                    log_now = self.step % self.config.log_interval == 0 or last
+                    if log_now and self.runtime.device.type == "cuda":
+                        torch.cuda.synchronize(self.runtime.device)  # honest tokens/s
                     now = time.perf_counter()
                     self.elapsed_s += now - t_last
                     t_last = now
                     bar.update(1)
-                    last = self.step == max_steps
-                    if self.step % self.config.log_interval == 0 or last:
+                    if log_now:
                         self._log(norm, tokens_window / max(now - t_window, 1e-9))
                         bar.set_postfix_str(self._postfix(), refresh=False)
                         t_window, tokens_window = time.perf_counter(), 0

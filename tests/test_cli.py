@@ -215,6 +215,10 @@ def test_train_then_sample(capsys, tmp_path, shakespeare_available):
     # a second run into the same folder must not overwrite it silently
     code, _, err = run(argv, capsys)
     assert_one_line_error(code, err, "exists", "--resume", status=2)
+    code, _, err = run(
+        ["train", "--preset", "tiny", "--out", str(out_dir), "--resume", "--seed", "1"], capsys
+    )
+    assert_one_line_error(code, err, "--seed cannot change a resumed run", status=2)
     # resuming under another preset is refused
     code, _, err = run(["train", "--preset", "cpu", "--out", str(out_dir), "--resume"], capsys)
     assert_one_line_error(code, err, "preset 'tiny'", status=2)

@@ -364,6 +364,9 @@ def test_cpu_threads_use_every_core_unless_the_user_says_otherwise(monkeypatch):
         cpu_threads(env={"OMP_NUM_THREADS": "many"}, cpus=6)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert plan_runtime(TrainConfig(device="cpu"), cpus=3).num_threads == 3
+    assert plan_runtime(TrainConfig(device="cpu", threads=1), cpus=3).num_threads == 1
+    with pytest.raises(ValueError, match="threads"):
+        TrainConfig(threads=0)
 
 
 def test_trainer_on_this_machine_without_cuda_uses_cpu_float32():

@@ -324,9 +324,8 @@ class CharVocab:
         T = int(lengths.max()) if T is None else T
         if lengths.max() > T:
             raise ValueError(f"longest text has {int(lengths.max())} characters, more than T={T}")
-        ids = torch.full((len(texts), T), self.pad_id, dtype=torch.long)
-        for b, e in enumerate(encoded):
-            ids[b, : len(e)] = torch.tensor(e, dtype=torch.long)
+        padded = [e + [self.pad_id] * (T - len(e)) for e in encoded]
+        ids = torch.tensor(padded, dtype=torch.long).view(len(texts), T)
         return ids, lengths
 
 
