@@ -144,6 +144,8 @@ class GPT(nn.Module):
                 f"{self.config.block_size}"
             )
         V = self.config.vocab_size
+        if torch.compiler.is_compiling():
+            return  # a data-dependent branch would break the compiled graph
         if bool(((idx < 0) | (idx >= V)).any()):
             raise ValueError(
                 f"{name} holds token ids outside [0, vocab_size={V}): min {int(idx.min())}, "
