@@ -56,7 +56,7 @@ class GPTConfig:
 
 
 @contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
+def evaluating(model: nn.Module) -> Iterator[None]:
     """Dropout off (and gradients off) for the duration; the previous mode comes back."""
     was_training = model.training
     model.eval()
@@ -191,7 +191,7 @@ class GPT(nn.Module):
         i attends to position j in head h of layer l. Each row sums to 1.
         """
         self._check_idx(idx)
-        with _eval_mode(self):
+        with evaluating(self):
             _, maps = self._hidden(idx, need_weights=True)
         return torch.stack(maps)  # (n_layer, B, nh, T, T)
 
@@ -222,7 +222,7 @@ class GPT(nn.Module):
         sampling.check_top_p(top_p)
         _check_max_new_tokens(max_new_tokens)
         self._check_idx(idx, crop=True)
-        with _eval_mode(self):
+        with evaluating(self):
             for _ in range(max_new_tokens):
                 logits = self._next_logits(idx)  # (B, V)
                 nxt = sampling.sample_next(
@@ -240,7 +240,7 @@ class GPT(nn.Module):
         sampling.check_beam_width(beam_width)
         _check_max_new_tokens(max_new_tokens)
         self._check_idx(idx, crop=True)
-        with _eval_mode(self):
+        with evaluating(self):
             sequences, _ = sampling.beam_search(
                 self._next_logits, idx, max_new_tokens, beam_width, self.config.block_size
             )

@@ -18,12 +18,13 @@ Models follow the GPT interface: ``model(idx (B, T)) -> (logits (B, T, V), loss)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from minitx.gpt import evaluating
 
 __all__ = [
     "corpus_words",
@@ -65,18 +66,6 @@ def _logits(model: nn.Module, idx: Tensor) -> Tensor:
     return logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
 
 
-@contextmanager
-def _eval(model: nn.Module) -> Iterator[None]:
-    """Eval mode (dropout off) without gradients; the previous mode comes back."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
-
-
 def position_losses(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """Teacher-forced cross-entropy at each position, averaged over the batch.
 
@@ -86,7 +75,7 @@ def position_losses(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """
     _check_model(model)
     _check_xy(x, y)
-    with _eval(model):
+    with evaluating(model):
         logits = _logits(model, x)  # (B, T, V)
     B, T, V = logits.size()
     loss = F.cross_entropy(logits.reshape(B * T, V), y.reshape(-1), reduction="none")
@@ -107,7 +96,7 @@ def future_blind_losses(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     _check_xy(x, y)
     T = x.size(1)
     losses = []
-    with _eval(model):
+    with evaluating(model):
         for t in range(T):
             logits = _logits(model, x[:, : t + 1])[:, -1, :]  # (B, V)
             losses.append(F.cross_entropy(logits, y[:, t]))
@@ -168,7 +157,7 @@ def text_nll(judge: nn.Module, ids: Tensor | list[int], block_size: int | None =
         raise ValueError(f"ids needs at least 2 tokens to score one, got {ids.numel()}")
     ids = ids.long()
     total, count = 0.0, 0
-    with _eval(judge):
+    with evaluating(judge):
         # Non-overlapping windows: x = ids[s : s+T], y = ids[s+1 : s+T+1].
         for start in range(0, ids.numel() - 1, block_size):
             y = ids[start + 1 : start + 1 + block_size]
