@@ -26,6 +26,7 @@ import math
 import os
 import platform
 import time
+from dataclasses import replace
 
 import torch
 
@@ -34,35 +35,19 @@ from minitx.data import load_text, train_val_split
 from minitx.gpt import GPT
 from minitx.presets import Preset, get_preset
 from minitx.tokenizer import CharTokenizer
-from minitx.trainer import TrainConfig, Trainer, count_parameters
+from minitx.trainer import Trainer, count_parameters
 
 
 def laptop_baseline() -> Preset:
-    """The common laptop recipe, expressed as a minitx preset."""
-    return Preset(
+    """The common laptop recipe: the cpu preset's shape, with biases and a constant lr 1e-3."""
+    recipe = get_preset("cpu").with_overrides(
+        model={"bias": True},
+        train={"learning_rate": 1e-3, "min_lr": 1e-3, "warmup_steps": 0},
+    )
+    return replace(
+        recipe,
         name="laptop-baseline",
         description="4x128, block 64, batch 12, 2000 steps, constant lr 1e-3, no dropout",
-        model={
-            "block_size": 64,
-            "n_layer": 4,
-            "n_head": 4,
-            "n_embd": 128,
-            "dropout": 0.0,
-            "bias": True,
-        },
-        train=TrainConfig(
-            max_steps=2000,
-            batch_size=12,
-            learning_rate=1e-3,
-            min_lr=1e-3,  # constant
-            warmup_steps=0,
-            weight_decay=0.1,
-            betas=(0.9, 0.99),
-            grad_clip=1.0,
-            eval_interval=250,
-            eval_steps=20,
-            log_interval=10,
-        ),
     )
 
 
