@@ -206,8 +206,8 @@ def translate(
     """Greedy translations of ``sources`` with their alignments.
 
     Returns one ``(output, weights)`` per source; ``weights`` is (len(output), len(source))
-    (rows: output characters, columns: input characters; the row of the end symbol is
-    left out), or None without attention. Vocabularies default to those of
+    (rows: output characters, columns: input characters; rows of special symbols such as
+    the end symbol are left out), or None without attention. Vocabularies default to those of
     :mod:`minitx.tasks.dates`.
     """
     src_vocab = dates.SOURCE_VOCAB if src_vocab is None else src_vocab
@@ -224,7 +224,9 @@ def translate(
     for b, n in enumerate(lengths.tolist()):
         row = ids[b].tolist()
         end = row.index(model.eos_id) if model.eos_id in row else len(row)
-        w = None if weights is None else weights[b, :end, :n].cpu()
+        # Rows of characters only (an untrained model may also emit <s> or padding).
+        keep = [i for i in range(end) if row[i] >= tgt_vocab.n_special]
+        w = None if weights is None else weights[b, keep, :n].cpu()
         results.append((tgt_vocab.decode(row[:end]), w))
     return results
 

@@ -2,43 +2,65 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from minitx.attention import AdditiveAttention, DotProductAttention
-from minitx.seq2seq import Seq2Seq, accuracy, train_seq2seq, translate
+from minitx.seq2seq import (
+    Seq2Seq,
+    accuracy,
+    length_bucketed_batches,
+    train_seq2seq,
+    translate,
+)
 from minitx.tasks import dates as D
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These matrices are tiny: one thread is faster, and a busy machine cannot stall it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _model(attention="additive", **kw) -> Seq2Seq:
     torch.manual_seed(0)
-    return Seq2Seq(
-        len(D.SOURCE_VOCAB), len(D.TARGET_VOCAB), emb_size=8, hidden_size=16,
-        attention=attention, bos_id=D.BOS_ID, **kw,
-    )  # fmt: skip
+    return Seq2Seq.for_dates(attention=attention, **{"emb_size": 8, "hidden_size": 16, **kw})
+
+
+@pytest.fixture(params=[True, False], ids=["bidirectional", "forward"])
+def bidirectional(request) -> bool:
+    return request.param
 
 
 @pytest.fixture
 def batch() -> D.DateBatch:
-    exs = D.generate(6, seed=0, filler=(0, 5))
+    exs = D.generate(6, seed=0, n_dates=(1, 2), filler=(0, 5))
     b = D.make_batch(exs)
     assert len(set(b.src_lengths.tolist())) > 1  # the fixture really has padding
     return b
 
 
 @pytest.mark.parametrize("kind", [None, "additive", "dot"])
-def test_forward_shapes(batch, kind):
-    model = _model(kind)
+def test_forward_shapes(batch, kind, bidirectional):
+    model = _model(kind, bidirectional=bidirectional)
     B, T_in = batch.src.shape
+    T_out = batch.tgt_in.size(1)
     logits, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
-    assert logits.shape == (B, D.TARGET_LENGTH, len(D.TARGET_VOCAB))
+    assert logits.shape == (B, T_out, len(D.TARGET_VOCAB))
     if kind is None:
         assert weights is None
     else:
-        assert weights.shape == (B, D.TARGET_LENGTH, T_in)
+        assert weights.shape == (B, T_out, T_in)
+    states, last, mask = model.encode(batch.src, batch.src_lengths)
+    assert states.shape == (B, T_in, 16) and last.shape == (B, 16) and mask.shape == (B, T_in)
     ids, w = model.greedy_decode(batch.src, batch.src_lengths, max_len=7)
-    assert ids.shape == (B, 7) and ids.dtype == torch.long
+    assert ids.shape == (B, 7) and ids.dtype == torch.long  # untrained: no early stop
     assert (w is None) if kind is None else w.shape == (B, 7, T_in)
 
 
@@ -47,13 +69,16 @@ def test_attention_module_types():
     assert isinstance(_model("additive").attention, AdditiveAttention)
     assert isinstance(_model("dot").attention, DotProductAttention)
     assert _model("additive", attn_size=5).attention.v.in_features == 5
+    assert _model("additive").attention.v.in_features == 8  # default H / 2
+    assert _model(None, bidirectional=True).encoder.hidden_size == 8
+    assert _model(None, bidirectional=False).encoder.hidden_size == 16
 
 
 @pytest.mark.parametrize("kind", ["additive", "dot"])
-def test_weights_sum_to_one_on_real_positions_and_zero_on_padding(batch, kind):
-    model = _model(kind)
+def test_weights_sum_to_one_on_real_positions_and_zero_on_padding(batch, kind, bidirectional):
+    model = _model(kind, bidirectional=bidirectional)
     _, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
-    _, greedy_w = model.greedy_decode(batch.src, batch.src_lengths, max_len=D.TARGET_LENGTH)
+    _, greedy_w = model.greedy_decode(batch.src, batch.src_lengths, max_len=12)
     T_in = batch.src.size(1)
     real = torch.arange(T_in)[None, :] < batch.src_lengths[:, None]  # (B, T_in)
     for w in (weights, greedy_w):
@@ -63,21 +88,43 @@ def test_weights_sum_to_one_on_real_positions_and_zero_on_padding(batch, kind):
         assert (w.masked_select(~real[:, None, :].expand_as(w)) == 0).all()
 
 
-def test_encoder_states_ignore_padding(batch):
+def test_encoder_states_ignore_padding(batch, bidirectional):
     """Right padding must not change the states at real positions or the last state."""
-    model = _model("additive")
+    model = _model("additive", bidirectional=bidirectional)
     states, last, mask = model.encode(batch.src, batch.src_lengths)
     for b in range(batch.src.size(0)):
         n = int(batch.src_lengths[b])
-        alone, alone_last, alone_mask = model.encode(batch.src[b : b + 1, :n], batch.src_lengths[b : b + 1])
+        one = slice(b, b + 1)
+        alone, alone_last, alone_mask = model.encode(batch.src[one, :n], batch.src_lengths[one])
         torch.testing.assert_close(states[b, :n], alone[0])
         torch.testing.assert_close(last[b], alone_last[0])
         assert mask[b].sum() == n and alone_mask.all()
+        if bidirectional:
+            assert (states[b, n:] == 0).all()  # packed: nothing computed on padding
+
+
+def test_bidirectional_encoder_is_two_gru_runs():
+    """States = [forward GRU over x ; backward GRU over reversed x, reversed back];
+    the summary = [last forward state ; last backward state]."""
+    model = _model(None, bidirectional=True)
+    src, lengths = D.SOURCE_VOCAB.encode_batch(["tue 3 march 1998"])
+    states, last, _ = model.encode(src, lengths)
+    enc = model.encoder
+    fwd, bwd = torch.nn.GRU(8, 8, batch_first=True), torch.nn.GRU(8, 8, batch_first=True)
+    with torch.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(fwd, f"{name}_l0").copy_(getattr(enc, f"{name}_l0"))
+            getattr(bwd, f"{name}_l0").copy_(getattr(enc, f"{name}_l0_reverse"))
+    x = model.src_emb(src)
+    y_f, _ = fwd(x)
+    y_b, _ = bwd(x.flip(1))
+    torch.testing.assert_close(states, torch.cat([y_f, y_b.flip(1)], dim=-1))
+    torch.testing.assert_close(last, torch.cat([y_f[:, -1], y_b[:, -1]], dim=-1))
 
 
 @pytest.mark.parametrize("kind", [None, "additive"])
-def test_outputs_do_not_depend_on_padding(batch, kind):
-    model = _model(kind)
+def test_outputs_do_not_depend_on_padding(batch, kind, bidirectional):
+    model = _model(kind, bidirectional=bidirectional)
     logits, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
     extra = torch.cat([batch.src, torch.zeros(batch.src.size(0), 4, dtype=torch.long)], dim=1)
     logits2, weights2 = model(extra, batch.src_lengths, batch.tgt_in)
@@ -88,7 +135,7 @@ def test_outputs_do_not_depend_on_padding(batch, kind):
 
 
 def test_weights_match_attention_module(batch):
-    """The model's weights are exactly AdditiveAttention's on the decoder state and encoder states."""
+    """The model's weights are AdditiveAttention's on the decoder state and encoder states."""
     model = _model("additive")
     states, s0, mask = model.encode(batch.src, batch.src_lengths)
     _, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
@@ -98,7 +145,7 @@ def test_weights_match_attention_module(batch):
 
 def test_greedy_equals_teacher_forcing_on_its_own_output(batch):
     model = _model("additive")
-    ids, w = model.greedy_decode(batch.src, batch.src_lengths, max_len=D.TARGET_LENGTH)
+    ids, w = model.greedy_decode(batch.src, batch.src_lengths, max_len=12)
     bos = torch.full((ids.size(0), 1), D.BOS_ID)
     logits, w_tf = model(batch.src, batch.src_lengths, torch.cat([bos, ids[:, :-1]], 1))
     assert torch.equal(logits.argmax(-1), ids)
@@ -116,13 +163,29 @@ def test_gradients_flow_through_attention(batch):
 def test_translate_returns_alignment_per_example():
     model = _model("additive")
     sources = ["3/3/98", "tue 3 march 1998 see you then"]
-    out = translate(model, sources)
+    out = translate(model, sources, max_len=12)
     assert len(out) == 2
     for (text, w), src in zip(out, sources, strict=True):
-        assert isinstance(text, str) and len(text) <= D.TARGET_LENGTH
-        assert w.shape == (D.TARGET_LENGTH, len(src))
-        torch.testing.assert_close(w.sum(-1), torch.ones(D.TARGET_LENGTH))
+        assert isinstance(text, str) and len(text) <= 12
+        assert D.EOS_ID not in D.TARGET_VOCAB.encode(text)
+        assert w.shape == (len(text), len(src))
+        torch.testing.assert_close(w.sum(-1), torch.ones(len(text)))
     assert translate(_model(None), sources)[0][1] is None
+
+
+def test_greedy_decoding_stops_at_the_end_symbol():
+    """A decoder whose output layer always prefers </s> stops after one step, and
+    translate returns empty outputs with (0, T_in) alignments."""
+    model = _model("additive")
+    with torch.no_grad():
+        model.out.weight.zero_()
+        model.out.bias.zero_()
+        model.out.bias[D.EOS_ID] = 10.0
+    src, lengths = D.SOURCE_VOCAB.encode_batch(["3/3/98", "1 may 2001"])
+    ids, w = model.greedy_decode(src, lengths, max_len=20)
+    assert ids.tolist() == [[D.EOS_ID], [D.EOS_ID]] and w.shape == (2, 1, src.size(1))
+    (text, w0), _ = translate(model, ["3/3/98", "1 may 2001"])
+    assert text == "" and w0.shape == (0, 6)
 
 
 def test_bad_inputs(batch):
@@ -130,6 +193,8 @@ def test_bad_inputs(batch):
         _model("multiplicative")
     with pytest.raises(ValueError, match="hidden_size"):
         Seq2Seq(10, 10, hidden_size=0)
+    with pytest.raises(ValueError, match="even hidden_size"):
+        Seq2Seq(10, 10, hidden_size=15, bidirectional=True)
     model = _model("additive")
     with pytest.raises(ValueError, match="int64 ids"):
         model.encode(batch.src.float(), batch.src_lengths)
@@ -149,18 +214,86 @@ def test_bad_inputs(batch):
         train_seq2seq(model, D.generate(4), steps=0)
     with pytest.raises(ValueError, match="at least one"):
         accuracy(model, [])
+    with pytest.raises(ValueError, match="target_acc needs val"):
+        train_seq2seq(model, D.generate(4), steps=1, batch_size=2, target_acc=0.9)
+    with pytest.raises(ValueError, match="schedule_steps"):
+        train_seq2seq(model, D.generate(4), steps=5, batch_size=2, schedule_steps=3)
+    with pytest.raises(ValueError, match="batch_size"):
+        train_seq2seq(model, D.generate(4), steps=1, batch_size=5)
 
 
 def test_training_learns_the_task():
     """A short run on one format: loss falls and most dates come out exactly right."""
     train = D.generate(2000, seed=1, formats=["dd.mm.yyyy"])
     val = D.generate(200, seed=2, formats=["dd.mm.yyyy"])
-    model = _model("additive")
+    model = _model("additive", hidden_size=32)
     before = accuracy(model, val)
-    hist = train_seq2seq(model, train, steps=150, batch_size=32, lr=1e-2, val=val, eval_every=50)
+    hist = train_seq2seq(model, train, steps=150, batch_size=32, val=val, eval_every=50)
     assert hist["step"] == [50, 100, 150]
     assert len(hist["loss"]) == len(hist["val_acc"]) == len(hist["seconds"]) == 3
-    assert hist["loss"][-1] < 0.5 * hist["loss"][0]
+    assert hist["loss"][-1] < 0.2 * hist["loss"][0]
     assert before < 0.05
     assert hist["val_acc"][-1] > 0.8
     assert not model.training
+
+
+def test_training_stops_at_target_accuracy():
+    train = D.generate(2000, seed=1, formats=["dd.mm.yyyy"])
+    val = D.generate(100, seed=2, formats=["dd.mm.yyyy"])
+    model = _model("additive", hidden_size=32)
+    hist = train_seq2seq(model, train, steps=300, batch_size=32, val=val, eval_every=25,
+                         target_acc=0.5)  # fmt: skip
+    assert hist["step"][-1] < 300
+    assert hist["val_acc"][-1] >= 0.5 > max(hist["val_acc"][:-1], default=0.0)
+
+
+def test_same_seed_same_training():
+    train = D.generate(500, seed=1, n_dates=(1, 2))
+    runs = []
+    for _ in range(2):
+        model = _model("additive")
+        runs.append(train_seq2seq(model, train, steps=6, batch_size=8, eval_every=3)["loss"])
+    assert runs[0] == runs[1]
+
+
+def test_schedule_steps_sets_the_cosine_length(monkeypatch):
+    """steps=4 of a 12-step schedule leaves the learning rate where step 4 of 12 has it."""
+    seen = []
+    original = torch.optim.lr_scheduler.CosineAnnealingLR
+
+    def spy(opt, T_max, eta_min):
+        sched = original(opt, T_max, eta_min=eta_min)
+        seen.append((T_max, eta_min, opt))
+        return sched
+
+    monkeypatch.setattr(torch.optim.lr_scheduler, "CosineAnnealingLR", spy)
+    model = _model(None)
+    train_seq2seq(model, D.generate(50), steps=4, batch_size=4, lr=0.1, schedule_steps=12,
+                  min_lr_fraction=0.0)  # fmt: skip
+    (T_max, eta_min, opt), = seen
+    assert (T_max, eta_min) == (12, 0.0)
+    expected = 0.1 * (1 + math.cos(math.pi * 4 / 12)) / 2
+    assert math.isclose(opt.param_groups[0]["lr"], expected, rel_tol=1e-9)
+
+
+def test_length_bucketed_batches():
+    exs = D.generate(400, seed=0, n_dates=(1, 2), filler=(0, 3))
+    data = D.make_batch(exs)
+    it = length_bucketed_batches(data, 16, seed=3)
+    spreads, mixed = [], []
+    for _ in range(20):
+        b = next(it)
+        n_out = (b.tgt_out != 0).sum(1)
+        assert b.src.size(1) == int(b.src_lengths.max())  # trimmed to the longest
+        assert b.tgt_out.size(1) == int(n_out.max())
+        assert (b.tgt_out[torch.arange(16), n_out - 1] == D.EOS_ID).all()
+        spreads.append(int(b.src_lengths.max() - b.src_lengths.min()))
+    for _ in range(20):
+        b = next(length_bucketed_batches(data, 16, seed=len(mixed), window=25))
+        mixed.append(int(b.src_lengths.max() - b.src_lengths.min()))
+    assert sum(spreads) < 0.5 * sum(mixed)  # similar lengths travel together
+    again = next(length_bucketed_batches(data, 16, seed=3))
+    first = next(length_bucketed_batches(data, 16, seed=3))
+    assert torch.equal(again.src, first.src)
+    with pytest.raises(ValueError, match="window"):
+        next(length_bucketed_batches(data, 16, window=0))

@@ -96,6 +96,19 @@ def check(name: str, answer: Any, *, quiet: bool = False) -> Result:
     return result
 
 
+def call_learner(fn: Callable, *args: Any) -> tuple[Any, str | None]:
+    """Run a function the learner wrote: ``(result, None)``, or ``(None, hint)`` if it raised.
+
+    The learner's code may raise anything; the exception becomes a hint, not a traceback.
+    """
+    if not callable(fn):
+        return None, f"expected a function, got {type(fn).__name__}"
+    try:
+        return fn(*args), None
+    except Exception as err:
+        return None, f"your function raised {type(err).__name__}: {err}"
+
+
 def close(answer: Any, expected: Any, *, atol: float = 1e-2) -> bool:
     """True when ``answer`` has ``expected``'s shape and is within ``atol`` of it."""
     import numpy as np

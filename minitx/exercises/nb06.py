@@ -7,14 +7,13 @@ answer does not move the learner's random numbers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention
-from minitx.exercises import exercise
+from minitx.exercises import call_learner, exercise
 from minitx.masks import causal_mask, padding_mask
 from minitx.tasks.relations import RelationBatch, RelationTask, relation_scores
 
@@ -54,14 +53,6 @@ def _as_shape(value: Any) -> tuple | None:
         return tuple(int(v) for v in value)
     except (TypeError, ValueError):
         return None
-
-
-def _call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
-    """Run the learner's function; a crash becomes a hint instead of a traceback."""
-    try:
-        return fn(*args), None
-    except Exception as err:  # the learner's code may raise anything
-        return None, f"your function raised {type(err).__name__}: {err}"
 
 
 @exercise(
@@ -143,7 +134,7 @@ def _torch_mask(answer: Any) -> str | None:
     last_two = padding_mask([T - 2], T)[0, 0].expand(T, T)
     for name, mask in (("a causal mask", causal_mask(T)), ("a padding mask", last_two),
                        ("a random mask", random_mask)):
-        converted, error = _call(answer, mask.clone())
+        converted, error = call_learner(answer, mask.clone())
         if error:
             return error
         if not isinstance(converted, Tensor) or converted.shape != mask.shape:
@@ -202,7 +193,7 @@ def _prev_head(answer: Any) -> str | None:
                                  (2, 4, 16, (1, 2), 2)):
         weights = _planted_weights(L, H, T, where, seed)
         expected = expected_prev_head(weights)
-        got, error = _call(answer, weights.clone())
+        got, error = call_learner(answer, weights.clone())
         if error:
             return error
         got = _as_shape(got)

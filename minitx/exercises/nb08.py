@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from minitx.analysis import longest_verbatim_match, next_token_probs
-from minitx.exercises import exercise
+from minitx.exercises import call_learner, exercise
 from minitx.gpt import GPT, GPTConfig
 from minitx.sampling import apply_temperature, top_p_filter
 
@@ -66,14 +65,6 @@ def expected_context() -> list[int]:
         if not torch.equal(next_token_probs(model, changed), base):
             matters.append(j)
     return matters
-
-
-def _call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
-    """Run the learner's function; a crash becomes a hint instead of a traceback."""
-    try:
-        return fn(*args), None
-    except Exception as err:  # the learner's code may raise anything
-        return None, f"your function raised {type(err).__name__}: {err}"
 
 
 @exercise(
@@ -186,7 +177,7 @@ def _longest_match(answer: Any) -> str | None:
     if not callable(answer):
         return f"answer with a function, got {type(answer).__name__}"
     for corpus, sample in _cases():
-        got, error = _call(answer, sample, corpus)
+        got, error = call_learner(answer, sample, corpus)
         if error:
             return error
         if isinstance(got, bool) or not isinstance(got, int):

@@ -277,8 +277,13 @@ class CharVocab:
     def __len__(self) -> int:
         return len(self.itos)
 
+    @property
+    def n_special(self) -> int:
+        """How many ids (padding included) stand for special symbols, not characters."""
+        return len(self.itos) - len(self.chars)
+
     def __repr__(self) -> str:
-        specials = self.itos[: len(self) - len(self.chars)]
+        specials = self.itos[: self.n_special]
         return f"CharVocab({len(self)} symbols: {specials} + {self.chars!r})"
 
     def id(self, symbol: str) -> int:
@@ -306,7 +311,7 @@ class CharVocab:
                     f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}"
                 )
             ids = ids.tolist()
-        n_special = len(self) - len(self.chars)
+        n_special = self.n_special
         out = []
         for i in ids:
             if not 0 <= i < len(self):
