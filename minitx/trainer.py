@@ -124,7 +124,9 @@ class TrainConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(f"TrainConfig.threads must be None or an int >= 1, got {self.threads!r}")
+            raise ValueError(
+                f"TrainConfig.threads must be None or an int >= 1, got {self.threads!r}"
+            )
         if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             raise ValueError(
                 f"TrainConfig.warmup_steps must be an int >= 0, got {self.warmup_steps!r}"
