@@ -1,19 +1,21 @@
 """An encoder-decoder RNN, with or without attention (Cho et al. 2014; Bahdanau et al. 2015).
 
-The encoder reads the source characters x_1..x_T with a GRU and keeps every state
-h_1..h_T (B, T_in, H). The decoder writes y_1, y_2, ... one character at a time with a
-GRU cell whose state s_i starts from the encoder's last state h_T. At each step it is fed
-the previous character and a context vector c_i:
+The encoder reads the source characters x_1..x_T with a GRU, by default in both
+directions (H/2 features each), and keeps every state h_1..h_T (B, T_in, H). Its summary
+h_T (the forward GRU's last state beside the backward GRU's last) starts the decoder, a
+GRU cell that writes y_1, y_2, ... one character at a time. At step i it is fed the
+previous character and a context vector c_i, and predicts from [s_i; c_i]:
 
 - ``attention=None``: c_i = h_T at every step, one fixed-size vector for the whole
   source (the bottleneck);
-- ``attention="additive"``: c_i = sum_j a_ij h_j with a_i = softmax_j(v^T tanh(W s_{i-1} + U h_j))
+- ``attention="additive"``: c_i = sum_j a_ij h_j, a_i = softmax_j(v^T tanh(W s_{i-1} + U h_j))
   (:class:`minitx.attention.AdditiveAttention`);
-- ``attention="dot"``: the same with score s_{i-1} . h_j / sqrt(H)
+- ``attention="dot"``: the same with the score s_{i-1} . h_j / sqrt(H)
   (:class:`minitx.attention.DotProductAttention`).
 
-The recurrences use ``torch.nn.GRU`` / ``nn.GRUCell`` for speed; ``minitx.rnn`` holds the
-same GRU written from its equations, checked equal to PyTorch's in notebook 02.
+The recurrences use ``torch.nn.GRU`` / ``nn.GRUCell``, whose loops run in C++; notebook 02
+checks ``minitx.rnn``'s GRU, written from its equations, equal to them (and notebook 03
+checks this encoder against two ``minitx.rnn.GRU`` runs).
 """
 
 from __future__ import annotations
@@ -143,8 +145,8 @@ class Seq2Seq(nn.Module):
             context, weights = last, None
         else:
             context, weights = self.attention(s_prev, states, mask=mask)  # (B, H), (B, T_in)
-        s = self.decoder(torch.cat([self.tgt_emb(y_prev), context], dim=-1), s_prev)
-        return self.out(torch.cat([s, context], dim=-1)), s, weights
+        s = self.decoder(torch.cat([self.tgt_emb(y_prev), context], dim=-1), s_prev)  # (B, H)
+        return self.out(torch.cat([s, context], dim=-1)), s, weights  # (B, V), (B, H), ...
 
     def forward(
         self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor
