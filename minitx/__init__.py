@@ -9,6 +9,7 @@ Each module holds one idea of the course and is imported by the notebook that te
     minitx.gradients    gradient norms |dh_T/dx_t| against distance
     minitx.masks        causal and padding masks (True = may attend)
     minitx.attention    scaled dot-product, additive and multi-head attention
+    minitx.seq2seq      encoder-decoder RNN, with or without attention
     minitx.transformer  positions, LayerNorm, feed-forward, transformer blocks
     minitx.gpt          a small GPT
     minitx.sampling     temperature, top-k, top-p, greedy and beam-search decoding

@@ -251,6 +251,7 @@ class AttentionExplorer:
             self.weights, self.query_labels, self.key_labels, ax=ax, mask=self.mask,
             vmax=self.image.get_clim()[1], annotate=self.annotate,
             title=self._title(self.values),
+            xlabel=self.ax.get_xlabel(), ylabel=self.ax.get_ylabel(),
         )
         return fig
 

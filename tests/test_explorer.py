@@ -227,6 +227,8 @@ def test_static_figure_and_text_repr():
     ex = E.explore_self_attention("be brief")
     fig = ex.static_figure()
     np.testing.assert_allclose(fig.axes[0].images[0].get_array(), ex.weights)
+    assert fig.axes[0].get_xlabel() == ex.ax.get_xlabel()
+    assert fig.axes[0].get_ylabel() == ex.ax.get_ylabel()
     plt.close(fig)
     assert repr(ex) == (
         "AttentionExplorer(controls=['sentence', 'd_k', 'temperature', 'scaled'], weights 2x2)"
@@ -369,6 +371,8 @@ def test_alignment_explorer_switches_examples():
                                (b, list("vwxyz"), ["hi", "<eos>"])])
     assert ex.controls["example"].label == "the cat sat <eos>"
     assert ex.ax.get_ylabel() == "output step"
+    static = ex.static_figure()
+    assert static.axes[0].get_ylabel() == "output step"  # the explorer's labels, not defaults
     ex.controls["example"].value = 1
     np.testing.assert_allclose(ex.image.get_array(), b.numpy(), rtol=1e-6)
     assert ex.image.get_extent() == [-0.5, 1.5, 4.5, -0.5]
