@@ -53,6 +53,7 @@ def setup_notebook(
 
     import matplotlib
 
+    _inline_figures()
     matplotlib.rcParams.update(
         {
             "figure.figsize": (6.0, 4.0),
@@ -72,3 +73,25 @@ def setup_notebook(
             f"seed {seed}"
         )
     return device
+
+
+def _inline_figures() -> None:
+    """Inside a Jupyter kernel, draw figures inline even if $MPLBACKEND names another
+    backend (a non-interactive one such as Agg would show nothing)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        shell.run_line_magic("matplotlib", "inline")
+
+
+def show_source(obj: object) -> None:
+    """Display the package's own code of ``obj`` (a function, class or method) as a
+    Markdown code block, so a notebook shows the real implementation, not a copy."""
+    import inspect
+
+    from IPython.display import Markdown, display
+
+    display(Markdown(f"```python\n{inspect.getsource(obj)}```"))
