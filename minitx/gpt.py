@@ -195,7 +195,9 @@ class GPT(nn.Module):
             _, maps = self._hidden(idx, need_weights=True)
         return torch.stack(maps)  # (n_layer, B, nh, T, T)
 
-    def _next_logits(self, idx: Tensor) -> Tensor:
+    def next_token_logits(self, idx: Tensor) -> Tensor:
+        """Logits (B, V) for the token after ``idx`` (B, T). Only the last ``block_size``
+        tokens are seen: whatever lies further back is cropped away."""
         logits, _ = self(idx[:, -self.config.block_size :])
         return logits[:, -1, :]  # (B, V)
 
@@ -224,7 +226,7 @@ class GPT(nn.Module):
         self._check_idx(idx, crop=True)
         with evaluating(self):
             for _ in range(max_new_tokens):
-                logits = self._next_logits(idx)  # (B, V)
+                logits = self.next_token_logits(idx)  # (B, V)
                 nxt = sampling.sample_next(
                     logits, temperature, top_k, top_p, greedy=greedy, generator=generator
                 )  # (B, 1)
@@ -242,7 +244,7 @@ class GPT(nn.Module):
         self._check_idx(idx, crop=True)
         with evaluating(self):
             sequences, _ = sampling.beam_search(
-                self._next_logits, idx, max_new_tokens, beam_width, self.config.block_size
+                self.next_token_logits, idx, max_new_tokens, beam_width, self.config.block_size
             )
         return sequences
 

@@ -199,6 +199,19 @@ def test_generate_crops_the_context_to_block_size():
     assert torch.equal(out[:, 20:], cropped[:, 8:])
 
 
+def test_next_token_logits_sees_only_the_last_block():
+    model = _model()  # block_size 8
+    long_prompt = _idx(2, 20)
+    with torch.no_grad():
+        logits = model.next_token_logits(long_prompt)
+        assert logits.shape == (2, model.config.vocab_size)
+        changed = long_prompt.clone()
+        changed[:, :12] = (changed[:, :12] + 1) % model.config.vocab_size  # beyond the window
+        assert torch.equal(model.next_token_logits(changed), logits)
+        full, _ = model(long_prompt[:, -8:])
+        assert torch.equal(logits, full[:, -1])
+
+
 def test_greedy_is_deterministic_and_follows_the_argmax():
     model = _model()
     idx = _idx(2, 3)

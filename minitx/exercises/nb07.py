@@ -79,12 +79,12 @@ def expected_window(block_size: int = 8, prompt_length: int = 12, vocab_size: in
         model = GPT(cfg).double().eval()
         prompt = torch.randint(0, vocab_size, (1, prompt_length))
     with torch.no_grad():
-        base = model._next_logits(prompt)  # (1, V): what generate() samples from
+        base = model.next_token_logits(prompt)  # (1, V): what generate() samples from
         seen = []
         for pos in range(prompt_length):
             changed = prompt.clone()
             changed[0, pos] = (changed[0, pos] + 1) % vocab_size
-            if not torch.equal(model._next_logits(changed), base):
+            if not torch.equal(model.next_token_logits(changed), base):
                 seen.append(pos)
     return seen
 
