@@ -51,12 +51,6 @@ def test_wrong_answer_fails_with_a_hint(name, answer):
     assert str(RIGHT[name]) not in hint
 
 
-@pytest.mark.parametrize("name", sorted(RIGHT))
-def test_unanswered_prints_a_reminder(name):
-    result = check(name, None, quiet=True)
-    assert not result.ok and "not answered yet" in result.message
-
-
 def test_unreadable_answers_get_a_message_not_a_crash():
     assert "could not read" in check("01.embedding", "rows", quiet=True).message
     assert not check("01.window", "19", quiet=True).ok

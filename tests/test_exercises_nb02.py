@@ -51,12 +51,6 @@ def test_wrong_answer_fails_with_a_hint(name, answer):
     assert len(hint) > 10
 
 
-@pytest.mark.parametrize("name", sorted(RIGHT))
-def test_unanswered_prints_reminder(name, capsys):
-    assert not check(name, None)
-    assert "not answered yet" in capsys.readouterr().out
-
-
 def test_hints_point_at_the_mistake():
     assert "tanh" in check("02.rnn_step", [1.0, 0.35], quiet=True).message
     assert "four gate" in check("02.lstm_params", 640, quiet=True).message

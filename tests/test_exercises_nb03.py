@@ -95,12 +95,6 @@ def test_wrong_answers_get_a_hint(name, answer, hint, capsys):
     assert capsys.readouterr().out.strip() == result.message
 
 
-@pytest.mark.parametrize("name", NB03)
-def test_unanswered(name):
-    result = check(name, None, quiet=True)
-    assert not result.ok and "not answered yet" in result.message
-
-
 def test_unreadable_answer_is_reported_not_raised():
     result = check("03.context", [None, "x"], quiet=True)
     assert not result.ok and "could not read your answer" in result.message

@@ -70,12 +70,6 @@ def test_unreadable_answer_is_reported_not_raised():
     assert not result.ok and "could not read your answer" in result.message
 
 
-@pytest.mark.parametrize("name", NB04)
-def test_unanswered(name):
-    result = check(name, None, quiet=True)
-    assert not result.ok and "not answered yet" in result.message
-
-
 def test_hints_do_not_reveal_the_solution():
     for answer in ([0.33, 0.33, 0.34], [0.1, 0.2, 0.3]):
         msg = check("04.softmax", answer, quiet=True).message

@@ -81,12 +81,6 @@ def test_unreadable_answer_is_reported_not_raised():
         assert not result.ok and "could not read your answer" in result.message
 
 
-@pytest.mark.parametrize("name", NB05)
-def test_unanswered(name):
-    result = check(name, None, quiet=True)
-    assert not result.ok and "not answered yet" in result.message
-
-
 def test_hints_do_not_reveal_the_solution():
     msg = check("05.z2", [0.0, 0.0], quiet=True).message
     assert "0.5" not in msg

@@ -96,11 +96,6 @@ def test_wrong_answers_get_a_hint(name, answer, hint, capsys):
     assert hint in result.message
 
 
-def test_unanswered(capsys):
-    assert not check("08.params", None)
-    assert "not answered yet" in capsys.readouterr().out
-
-
 def test_checking_does_not_move_the_global_rng():
     torch.manual_seed(0)
     a = torch.rand(3)
