@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from exercise_asserts import assert_correct, assert_hint
 
 from minitx.exercises import check, names, prompt
 
@@ -37,17 +38,12 @@ def test_all_nb02_exercises_are_registered_and_tested():
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
 def test_right_answer_passes(name, capsys):
-    result = check(name, RIGHT[name])
-    assert result.ok, result.message
-    assert capsys.readouterr().out.strip() == f"[{name}] Correct!"
+    assert_correct(name, RIGHT[name], capsys)
 
 
 @pytest.mark.parametrize(("name", "answer"), [(n, a) for n in sorted(WRONG) for a in WRONG[n]])
-def test_wrong_answer_fails_with_a_hint(name, answer):
-    result = check(name, answer, quiet=True)
-    assert not result.ok
-    assert result.message.startswith(f"[{name}] Not yet: ")
-    hint = result.message.removeprefix(f"[{name}] Not yet: ")
+def test_wrong_answer_fails_with_a_hint(name, answer, capsys):
+    hint = assert_hint(name, answer, capsys)
     assert len(hint) > 10
 
 

@@ -6,6 +6,7 @@ import datetime
 
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_hint
 
 from minitx.exercises import check, names, nb03, prompt
 
@@ -60,9 +61,7 @@ def test_expected_values_leave_the_random_state_alone():
     ],
 )
 def test_right_answers_pass(name, answer, capsys):
-    result = check(name, answer)
-    assert result.ok and bool(result)
-    assert capsys.readouterr().out.strip() == f"[{name}] Correct!"
+    assert_correct(name, answer, capsys)
 
 
 @pytest.mark.parametrize(
@@ -88,11 +87,7 @@ def test_right_answers_pass(name, answer, capsys):
     ],
 )
 def test_wrong_answers_get_a_hint(name, answer, hint, capsys):
-    result = check(name, answer)
-    assert not result.ok
-    assert result.message.startswith(f"[{name}] Not yet:")
-    assert hint in result.message
-    assert capsys.readouterr().out.strip() == result.message
+    assert_hint(name, answer, capsys, hint)
 
 
 def test_unreadable_answer_is_reported_not_raised():

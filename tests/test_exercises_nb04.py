@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from exercise_asserts import assert_correct, assert_hint
 
 from minitx.exercises import check, names, prompt
 
@@ -33,9 +34,7 @@ def test_registered():
     ],
 )
 def test_right_answers_pass(name, answer, capsys):
-    result = check(name, answer)
-    assert result.ok and bool(result)
-    assert capsys.readouterr().out.strip() == f"[{name}] Correct!"
+    assert_correct(name, answer, capsys)
 
 
 @pytest.mark.parametrize(
@@ -58,11 +57,7 @@ def test_right_answers_pass(name, answer, capsys):
     ],
 )
 def test_wrong_answers_get_a_hint(name, answer, hint, capsys):
-    result = check(name, answer)
-    assert not result.ok
-    assert result.message.startswith(f"[{name}] Not yet:")
-    assert hint in result.message
-    assert capsys.readouterr().out.strip() == result.message
+    assert_hint(name, answer, capsys, hint)
 
 
 def test_unreadable_answer_is_reported_not_raised():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_hint
 
 from minitx.exercises import check, names, prompt
 from minitx.exercises.nb06 import _planted_weights, expected_prev_head
@@ -56,9 +57,7 @@ def test_planted_weights_are_attention_and_found_by_the_package():
     ],
 )
 def test_right_answers_pass(name, answer, capsys):
-    result = check(name, answer)
-    assert result.ok, result.message
-    assert capsys.readouterr().out.strip() == f"[{name}] Correct!"
+    assert_correct(name, answer, capsys)
 
 
 @pytest.mark.parametrize(
@@ -87,10 +86,7 @@ def test_right_answers_pass(name, answer, capsys):
     ],
 )
 def test_wrong_answers_get_a_hint(name, answer, hint, capsys):
-    result = check(name, answer)
-    assert not result.ok
-    assert hint in result.message, result.message
-    assert capsys.readouterr().out.strip().startswith(f"[{name}] Not yet:")
+    assert_hint(name, answer, capsys, hint)
 
 
 def test_unanswered_and_rng_untouched(capsys):

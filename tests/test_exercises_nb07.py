@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_hint
 
 from minitx.exercises import check, names, prompt
 from minitx.exercises.nb07 import (
@@ -55,9 +56,7 @@ def test_expected_values_agree_with_independent_computations():
     ],
 )
 def test_right_answers_pass(name, answer, capsys):
-    result = check(name, answer)
-    assert result.ok, result.message
-    assert capsys.readouterr().out.strip() == f"[{name}] Correct!"
+    assert_correct(name, answer, capsys)
 
 
 @pytest.mark.parametrize(
@@ -95,10 +94,7 @@ def test_right_answers_pass(name, answer, capsys):
     ],
 )
 def test_wrong_answers_get_a_hint(name, answer, hint, capsys):
-    result = check(name, answer)
-    assert not result.ok
-    assert hint in result.message, result.message
-    assert capsys.readouterr().out.strip().startswith(f"[{name}] Not yet:")
+    assert_hint(name, answer, capsys, hint)
 
 
 def test_unanswered_and_rng_untouched(capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from exercise_asserts import assert_correct, assert_hint
 
 from minitx.exercises import check, names, prompt
 from minitx.exercises import nb08 as E
@@ -66,8 +67,7 @@ def test_expected_values_agree_with_independent_reasoning():
     ],
 )
 def test_right_answers_pass(name, answer, capsys):
-    assert check(name, answer)
-    assert "Correct" in capsys.readouterr().out
+    assert_correct(name, answer, capsys)
 
 
 @pytest.mark.parametrize(
@@ -91,9 +91,7 @@ def test_right_answers_pass(name, answer, capsys):
     ],
 )
 def test_wrong_answers_get_a_hint(name, answer, hint, capsys):
-    result = check(name, answer)
-    assert not result
-    assert hint in result.message
+    assert_hint(name, answer, capsys, hint)
 
 
 def test_checking_does_not_move_the_global_rng():
