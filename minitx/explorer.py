@@ -29,6 +29,7 @@ import re
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
@@ -63,6 +64,21 @@ MASK_TYPES = ("none", "causal", "padding", "causal+padding")
 MAX_TOKENS = 40
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """One render of an explorer: the control values it was drawn for, its PNG bytes and
+    the weights (T_q, T_k) it shows.
+
+    A control's ``value`` changes before its observers run, and ipykernel may answer an
+    execute request while a widget message is still being handled; so ``controls[...]``
+    and ``png`` read one after the other can belong to two different renders. This record
+    cannot: it is replaced whole, after the PNG exists."""
+
+    values: dict[str, Any]
+    png: bytes
+    weights: np.ndarray
+
+
 class AttentionExplorer:
     """A heatmap of attention weights driven by ipywidgets controls.
 
@@ -82,7 +98,10 @@ class AttentionExplorer:
     Attributes: ``controls`` (dict name -> widget), ``figure``, ``ax``, ``image``
     (the ``AxesImage``), ``weights`` (numpy (T_q, T_k)), ``query_labels``,
     ``key_labels``, ``mask`` (numpy bool or None; both arrays read-only), ``png``
-    (bytes of the last render), ``image_widget`` (``ipywidgets.Image``), ``status``
+    (bytes of the last render), ``rendered`` (a :class:`Rendered`: the control values
+    and PNG of the last render, replaced in one assignment so that a reader in another
+    thread never sees the values of one render with the picture of another),
+    ``image_widget`` (``ipywidgets.Image``), ``status``
     (``ipywidgets.HTML``), ``widget`` (the box to display), ``n_computes`` and
     ``n_renders`` (counters).
     """
@@ -150,7 +169,7 @@ class AttentionExplorer:
         self.image_widget.add_class("minitx-explorer-image")
         for name, control in self.controls.items():
             control.add_class("minitx-control-" + re.sub(r"[^A-Za-z0-9_-]", "-", name))
-        self._render()
+        self._render(self.values)
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
 
@@ -221,14 +240,18 @@ class AttentionExplorer:
         )
         self.ax.set_title(self._title(values))
         self._store(result)
-        self._render(relayout=relayout)
+        self._render(values, relayout=relayout)
         return True
+
+    def redraw(self) -> None:
+        """Draw the current state again, e.g. after changing the axes' labels."""
+        self._render(self.values)
 
     def _legend_shown(self) -> bool:
         legend = viz.mask_legend(self.image)
         return legend is not None and legend.get_visible()
 
-    def _render(self, relayout: bool = True) -> None:
+    def _render(self, values: dict[str, Any], relayout: bool = True) -> None:
         # Constrained layout costs about as much as drawing: run it only when the tick
         # labels change, and keep the axes where it put them otherwise.
         if relayout:
@@ -237,6 +260,7 @@ class AttentionExplorer:
         self.figure.savefig(buf, format="png", dpi=self.png_dpi)
         self.figure.set_layout_engine("none")
         self.png = buf.getvalue()
+        self.rendered = Rendered(dict(values), self.png, self.weights)
         self.image_widget.value = self.png
         self.n_renders += 1
 
@@ -697,5 +721,5 @@ def explore_alignments(
     explorer = AttentionExplorer(compute, controls, title=title, annotate=annotate)
     explorer.ax.set_xlabel("input token (attended to)")
     explorer.ax.set_ylabel("output step")
-    explorer._render()
+    explorer.redraw()
     return explorer

@@ -230,23 +230,30 @@ IMG_SHA256 = """async (el) => {
 }"""
 
 
+# One render record, read in one statement: the control values it was drawn for, its PNG
+# and whether the weights it shows are what the explorer computes for those values.
+# (Reading ``controls[...].value`` and ``png`` separately races with the widget message
+# that is still drawing: the value changes before the observers run, and ipykernel 7
+# handles comm messages concurrently with execute requests. On a slow first run that
+# race returned the PNG of 0.55 or 0.70 next to a slider value of 0.50.)
 KERNEL_STATE = (
-    "import hashlib; print(round(explorer.controls['temperature'].value, 4), "
-    "hashlib.sha256(explorer.png).hexdigest(), "
-    "bool(abs(explorer.image.get_array() - explorer.weights).max() < 1e-12))"
+    "import hashlib, numpy; _r = explorer.rendered; "
+    "print(round(_r.values['temperature'], 4), hashlib.sha256(_r.png).hexdigest(), "
+    "bool(numpy.allclose(_r.weights, explorer.compute(**_r.values)[0], atol=1e-12)))"
 )
 
 
-def _wait_for_kernel_value(page, value: float, timeout: float = 60.0) -> str:
-    """The kernel's "temperature png-sha256 image==weights" line, once temperature == value."""
+def _wait_for_kernel_render(page, value: float, timeout: float = 60.0) -> list[str]:
+    """The kernel's last render as ``[temperature, png-sha256, shows-its-weights]``, once
+    that render was drawn for temperature == ``value`` (or whatever it is at the timeout).
+    """
     deadline = time.monotonic() + timeout
     while True:
-        seen = page.evaluate(KERNEL_EVAL, KERNEL_STATE)
-        words = seen.split()
+        words = page.evaluate(KERNEL_EVAL, KERNEL_STATE).split()
         if (len(words) == 3 and abs(float(words[0]) - value) < 1e-6) or (
             time.monotonic() > deadline
         ):
-            return seen
+            return words
         page.wait_for_timeout(300)
 
 
@@ -340,8 +347,9 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
             # The widget front end sends one change at a time (the next after the kernel
             # has answered the last), so ask the kernel until it reports the slider's value.
             readout_after = slider.locator(".widget-readout").inner_text()
-            seen = _wait_for_kernel_value(page, float(readout_after))
-            kernel_png_sha = seen.split()[1] if len(seen.split()) == 3 else seen
+            seen = _wait_for_kernel_render(page, float(readout_after))
+            assert len(seen) == 3, f"kernel reports: {seen!r}"
+            kernel_png_sha = seen[1]
             shown_sha = _wait_for_image_sha(page, img, kernel_png_sha)
             page.evaluate(PAINTED, img.element_handle())
             src_after = img.get_attribute("src")
@@ -371,9 +379,9 @@ def test_explorer_redraws_in_jupyterlab(chromium: Path, lab: Lab, tmp_path: Path
     # Ten steps left of 0.05 each (never below the slider's minimum, 0.05).
     expected = max(0.05, float(readout_before) - 0.5)
     assert abs(float(readout_after) - expected) < 1e-6, (readout_before, readout_after)
-    kernel_value, *_ = seen.split()
+    kernel_value, _, shows_its_weights = seen
     assert abs(float(kernel_value) - expected) < 1e-6, f"kernel reports: {seen!r}"
-    assert seen.strip().endswith("True"), f"kernel reports: {seen!r}"
+    assert shows_its_weights == "True", f"kernel reports: {seen!r}"
     # The page shows exactly the PNG the kernel drew for the new temperature.
     assert shown_sha == kernel_png_sha, (shown_sha, kernel_png_sha)
     assert src_after != src_before

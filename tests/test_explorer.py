@@ -127,6 +127,31 @@ def test_temperature_control_redraws_the_same_image():
     assert (expected.max(axis=1) > flat).all()
 
 
+def test_rendered_record_never_mixes_two_renders():
+    """A control's value changes before the explorer's observer draws; an observer that
+    runs in that gap (as an execute request can, in ipykernel 7) sees the new value next to
+    the old picture, but ``rendered`` stays one render's values, PNG and weights."""
+    slider = widgets.FloatSlider(value=1.0, min=0.05, max=5.0, step=0.05)
+    seen_in_gap = []
+    slider.observe(lambda change: seen_in_gap.append(ex.rendered), names="value")
+
+    def compute(temperature):
+        weights, tokens = expected_self_attention("the bank of the river", 8, temperature)
+        return weights, tokens, tokens
+
+    ex = E.AttentionExplorer(compute, {"temperature": slider})
+    first = ex.rendered
+    assert first.values == {"temperature": 1.0} and first.png == ex.png
+    slider.value = 0.5
+    gap = seen_in_gap[-1]
+    assert slider.value == 0.5 and gap is first  # the value moved, the picture not yet
+    assert gap.values == {"temperature": 1.0} and gap.png != ex.png
+    now = ex.rendered
+    assert now.values == {"temperature": 0.5} and now.png == ex.png == ex.image_widget.value
+    np.testing.assert_allclose(now.weights, compute(0.5)[0], rtol=1e-12)
+    np.testing.assert_allclose(ex.image.get_array(), now.weights, rtol=1e-12)
+
+
 def test_d_k_and_scaling_controls():
     ex = E.explore_self_attention("one two three four", d_k=8)
     ex.controls["d_k"].value = 64
