@@ -169,8 +169,18 @@ def _describe_start(path: Path) -> str:
     return f"the bytes {head[:8]!r}"
 
 
+def _zip_is_complete(path: Path) -> bool:
+    """True when ``path`` is a zip archive whose directory and every member's CRC read."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.testzip() is None
+    except (zipfile.BadZipFile, EOFError, OSError):
+        return False
+
+
 def _load_error(path: Path, err: BaseException) -> CheckpointError:
-    """Turn whatever ``torch.load`` raised into a message a person can act on."""
+    """Say what is wrong with a file ``torch.load`` refused, from the file itself (its
+    signature and archive) and the kind of error, never from torch's wording."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         magic = f.read(4)
@@ -181,27 +191,19 @@ def _load_error(path: Path, err: BaseException) -> CheckpointError:
             f"{path} is not a PyTorch checkpoint (a torch.save file is a zip archive; this "
             f"one starts with {_describe_start(path)})"
         )
-    message = str(err)
-    if isinstance(err, pickle.UnpicklingError) and "weights only" in message.lower():
-        # torch's message is long; keep the one line that says what was refused.
-        after = message.split("WeightsUnpickler error:", 1)[-1].strip().splitlines()
-        reason = after[0].split(". Please")[0].strip() if after else "unsupported content"
-        if "Unsupported global" in reason:
-            return CheckpointError(
-                f"{path} is not a minitx checkpoint: it holds pickled Python objects that a "
-                f"safe load (weights_only=True) refuses to run ({reason})"
-            )
+    if is_zip and not _zip_is_complete(path):
         return CheckpointError(
-            f"{path} is corrupt or not a minitx checkpoint: the safe loader stopped ({reason})"
+            f"{path} is truncated or corrupt: its zip archive cannot be read ({size:,} bytes)"
         )
-    reason = message.strip().splitlines()[0] if message.strip() else type(err).__name__
-    if is_zip:
+    if isinstance(err, pickle.UnpicklingError):
         return CheckpointError(
-            f"{path} is truncated or corrupt: its zip archive cannot be read "
-            f"({size:,} bytes; {reason})"
+            f"{path} is not a minitx checkpoint: the safe loader (weights_only=True) refuses "
+            "its contents, which hold Python objects other than tensors and plain values "
+            f"({type(err).__name__})"
         )
     return CheckpointError(
-        f"{path} is truncated, corrupt or not a minitx checkpoint ({size:,} bytes; {reason})"
+        f"{path} is truncated or corrupt: torch.load stopped with {type(err).__name__} "
+        f"({size:,} bytes)"
     )
 
 
@@ -289,13 +291,25 @@ def restore_trainer(trainer: Trainer, ckpt: dict, where: str = "checkpoint") -> 
 
 
 def _load_weights(model: nn.Module, ckpt: dict, where: str) -> None:
-    try:
-        model.load_state_dict(ckpt["model"])
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()
-        raise CheckpointError(
-            f"{where}: weights do not fit the model ({' '.join(s.strip() for s in first[:3])})"
-        ) from err
+    """Copy the checkpoint's weights into ``model`` after checking names and shapes."""
+    expected = model.state_dict()
+    stored = ckpt["model"]
+    missing = [k for k in expected if k not in stored]
+    unexpected = [k for k in stored if k not in expected]
+    wrong_shape = [
+        f"{k} {tuple(stored[k].shape)} in the file, {tuple(v.shape)} in the model"
+        for k, v in expected.items()
+        if k in stored and stored[k].shape != v.shape
+    ]
+    problems = [
+        f"{what}: {', '.join(items[:4])}{f' and {len(items) - 4} more' if len(items) > 4 else ''}"
+        for what, items in (("missing", missing), ("unexpected", unexpected),
+                            ("shape", wrong_shape))
+        if items
+    ]
+    if problems:
+        raise CheckpointError(f"{where}: weights do not fit the model ({'; '.join(problems)})")
+    model.load_state_dict(stored)
 
 
 # ---------------------------------------------------------------- exporting

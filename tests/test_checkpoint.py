@@ -166,6 +166,14 @@ def test_weights_that_do_not_fit_the_config(saved, tmp_path):
         load_gpt(ckpt)
 
 
+def test_weights_with_missing_or_extra_names_are_listed(saved):
+    path, *_ = saved
+    ckpt = load_checkpoint(path)
+    ckpt["model"]["extra.weight"] = ckpt["model"].pop("ln_f.weight")
+    with pytest.raises(CheckpointError, match=r"missing: ln_f\.weight; unexpected: extra\.weight"):
+        load_gpt(ckpt)
+
+
 def test_strip_and_export(saved, tmp_path):
     path, model, _, trainer = saved
     small = export_checkpoint(path, tmp_path / "small.pt")
