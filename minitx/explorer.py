@@ -24,9 +24,7 @@ Factories for the course: :func:`explore_self_attention` (04),
 from __future__ import annotations
 
 import io
-import math
 import re
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,30 +35,27 @@ import numpy as np
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from torch import Tensor
 
 from minitx import viz
-from minitx.attention import scaled_dot_product_attention
-from minitx.masks import causal_mask, padding_mask
+from minitx.heatmap import HeatmapData, heatmap_data
+from minitx.masks import MASK_KINDS, causal_mask, mask_of_kind
+from minitx.tokenizer import word_tokenize
+from minitx.word_attention import embed_tokens, self_attention_weights
 
 __all__ = [
-    "MASK_TYPES",
     "AttentionExplorer",
-    "build_mask",
-    "embed_tokens",
+    "Rendered",
     "explore_alignments",
     "explore_gpt",
     "explore_heads",
     "explore_masks",
     "explore_self_attention",
-    "random_projections",
-    "self_attention_weights",
-    "tokenize",
 ]
 
 # (weights (T_q, T_k), query_labels, key_labels) or the same with a mask
 ComputeResult = tuple[Any, ...]
-MASK_TYPES = ("none", "causal", "padding", "causal+padding")
 MAX_TOKENS = 40
 
 
@@ -137,16 +132,15 @@ class AttentionExplorer:
         self.n_computes = 0
         self.n_renders = 0
 
-        result = self._compute(self.values)  # errors in the default state are real errors
+        data = self._compute(self.values)  # errors in the default state are real errors
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
         FigureCanvasAgg(self.figure)
         self.ax = self.figure.add_subplot()
-        weights, q_labels, k_labels, mask = result
-        self.image = viz.attention_heatmap(
-            weights, q_labels, k_labels, ax=self.ax, mask=mask, vmax=vmax,
-            annotate=annotate, title=self._title(self.values),
+        self.heatmap = viz.attention_heatmap(
+            data.weights, data.query_labels, data.key_labels, ax=self.ax, mask=data.mask,
+            vmax=vmax, annotate=annotate, title=self._title(self.values),
         )
-        self._store(result)
+        self._store(data)
 
         width, height = (round(x * dpi) for x in figsize)
         self.image_widget = widgets.Image(
@@ -184,7 +178,12 @@ class AttentionExplorer:
             return self.title(values)
         return self.title if self.title is not None else "Attention weights"
 
-    def _compute(self, values: dict[str, Any]) -> tuple:
+    @property
+    def image(self) -> AxesImage:
+        """The heatmap's ``AxesImage``."""
+        return self.heatmap.image
+
+    def _compute(self, values: dict[str, Any]) -> HeatmapData:
         key = tuple(values.items())
         try:
             hash(key)
@@ -200,24 +199,18 @@ class AttentionExplorer:
                 "compute must return a tuple (weights, query_labels, key_labels[, mask]), "
                 f"got {type(result).__name__} {result!r:.80}"
             )
-        weights, q_labels, k_labels = result[:3]
-        mask = result[3] if len(result) == 4 else None
-        weights = viz._weights_2d(weights)
-        q_labels = viz._labels(q_labels, weights.shape[0], "query_labels")
-        k_labels = viz._labels(k_labels, weights.shape[1], "key_labels")
-        if mask is not None:
-            mask = viz._mask_2d(mask, weights.shape)
-            mask.setflags(write=False)
-        weights.setflags(write=False)  # cached and shown: copy before changing it
-        out = (weights, q_labels, k_labels, mask)
+        out = heatmap_data(*result)
+        for array in (out.weights, out.mask):
+            if array is not None:
+                array.setflags(write=False)  # cached and shown: copy before changing it
         if key is not None:
             self._cache[key] = out
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return out
 
-    def _store(self, result: tuple) -> None:
-        self.weights, self.query_labels, self.key_labels, self.mask = result
+    def _store(self, data: HeatmapData) -> None:
+        self.weights, self.query_labels, self.key_labels, self.mask = data
 
     # -- drawing -------------------------------------------------------------------------
     def _on_change(self, change: dict[str, Any]) -> None:
@@ -227,29 +220,24 @@ class AttentionExplorer:
         """Recompute for the current control values and redraw; False if compute refused."""
         values = self.values
         try:
-            result = self._compute(values)
+            data = self._compute(values)
         except (ValueError, TypeError) as e:
             self.status.value = f"<span style='color:#b00'>{_escape(str(e))}</span>"
             return False
         self.status.value = ""
-        weights, q_labels, k_labels, mask = result
-        legend_before = self._legend_shown()
-        viz.set_heatmap(self.image, weights, q_labels, k_labels, mask)
-        relayout = (q_labels, k_labels) != (self.query_labels, self.key_labels) or (
-            self._legend_shown() != legend_before
-        )
+        legend_before = self.heatmap.legend_shown
+        self.heatmap.show(data)
+        relayout = (data.query_labels, data.key_labels) != (
+            self.query_labels, self.key_labels
+        ) or self.heatmap.legend_shown != legend_before
         self.ax.set_title(self._title(values))
-        self._store(result)
+        self._store(data)
         self._render(values, relayout=relayout)
         return True
 
     def redraw(self) -> None:
         """Draw the current state again, e.g. after changing the axes' labels."""
         self._render(self.values)
-
-    def _legend_shown(self) -> bool:
-        legend = viz.mask_legend(self.image)
-        return legend is not None and legend.get_visible()
 
     def _render(self, values: dict[str, Any], relayout: bool = True) -> None:
         # Constrained layout costs about as much as drawing: run it only when the tick
@@ -300,83 +288,8 @@ def _escape(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Self-attention over a sentence with fixed random projections (notebook 04)
+# Self-attention over a sentence you type (notebook 04)
 # ---------------------------------------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-
-
-def tokenize(sentence: str) -> list[str]:
-    """Split a sentence into words and punctuation marks: "Be brief." -> ["Be", "brief", "."]."""
-    if not isinstance(sentence, str):
-        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
-    return _TOKEN_RE.findall(sentence)
-
-
-def _generator(*key: Any) -> torch.Generator:
-    seed = zlib.crc32(repr(key).encode("utf-8"))
-    return torch.Generator().manual_seed(seed)
-
-
-def embed_tokens(tokens: Sequence[str], d_model: int = 16, seed: int = 0) -> Tensor:
-    """A fixed random embedding per word: (T, d_model) float64, entries ~ N(0, 1).
-
-    The vector depends only on the lower-cased word, ``d_model`` and ``seed`` (not on the
-    position or the rest of the sentence), so "bank" enters attention with the same
-    vector in every sentence. Deterministic across runs and machines.
-    """
-    if not tokens:
-        raise ValueError("need at least one token, got an empty sentence")
-    if d_model < 1:
-        raise ValueError(f"d_model must be >= 1, got {d_model}")
-    rows = [
-        torch.randn(d_model, generator=_generator("embed", tok.lower(), d_model, seed),
-                    dtype=torch.float64)
-        for tok in tokens
-    ]
-    return torch.stack(rows)  # (T, d_model)
-
-
-def random_projections(
-    d_model: int, d_k: int, head: int = 0, seed: int = 0
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Fixed random W_Q, W_K, W_V, each (d_model, d_k) float64, entries ~ N(0, 1/d_model).
-
-    With unit-variance embeddings the queries and keys then have unit-variance entries,
-    so q . k has variance d_k: exactly the growth that dividing by sqrt(d_k) undoes.
-    Each (d_model, d_k, head, seed) gives its own matrices, the same on every call.
-    """
-    if d_model < 1 or d_k < 1:
-        raise ValueError(f"d_model and d_k must be >= 1, got d_model={d_model}, d_k={d_k}")
-    g = _generator("proj", d_model, d_k, head, seed)
-    W = torch.randn(3, d_model, d_k, generator=g, dtype=torch.float64) / math.sqrt(d_model)
-    return W[0], W[1], W[2]
-
-
-def self_attention_weights(
-    X: Tensor,
-    d_k: int,
-    temperature: float = 1.0,
-    head: int = 0,
-    seed: int = 0,
-    *,
-    scaled: bool = True,
-    mask: Tensor | None = None,
-) -> Tensor:
-    """Attention weights A (T, T) of one head with :func:`random_projections`.
-
-    ``X`` (T, d_model). A = softmax(X W_Q (X W_K)^T * s / temperature), s = 1/sqrt(d_k)
-    when ``scaled`` else 1, computed by ``minitx.attention.scaled_dot_product_attention``.
-    ``mask`` bool broadcastable to (T, T), True = may attend.
-    """
-    if X.dim() != 2:
-        raise ValueError(f"X must be (T, d_model), got shape {tuple(X.shape)}")
-    W_Q, W_K, W_V = random_projections(X.size(1), d_k, head, seed)
-    X = X.to(torch.float64)
-    _, A = scaled_dot_product_attention(
-        X @ W_Q, X @ W_K, X @ W_V, mask, scale=None if scaled else 1.0, temperature=temperature
-    )
-    return A  # (T, T)
 
 
 def _tokens_of(sentence: str, tokenizer: Callable[[str], Sequence[str]]) -> list[str]:
@@ -419,7 +332,7 @@ def explore_self_attention(
     n_heads: int = 1,
     scaled: bool | None = True,
     seed: int = 0,
-    tokenizer: Callable[[str], Sequence[str]] = tokenize,
+    tokenizer: Callable[[str], Sequence[str]] = word_tokenize,
     embed: Callable[[list[str]], Tensor] | None = None,
     annotate: bool = False,
 ) -> AttentionExplorer:
@@ -479,24 +392,6 @@ def explore_self_attention(
 # ---------------------------------------------------------------------------------------
 
 
-def build_mask(mask_type: str, T: int, n_real: int | None = None) -> Tensor | None:
-    """The (T, T) bool mask of a kind in :data:`MASK_TYPES` (None for "none").
-
-    "padding" blocks keys at positions >= ``n_real`` (the padding), "causal" blocks keys
-    after the query, "causal+padding" both. True = may attend.
-    """
-    if mask_type not in MASK_TYPES:
-        raise ValueError(f"mask_type must be one of {MASK_TYPES}, got {mask_type!r}")
-    n_real = T if n_real is None else n_real
-    mask = None
-    if "causal" in mask_type:
-        mask = causal_mask(T)
-    if "padding" in mask_type:
-        pad = padding_mask([n_real], T)[0, 0]  # (1, T): broadcasts over queries
-        mask = pad.expand(T, T) if mask is None else mask & pad
-    return mask
-
-
 def explore_masks(
     sentence: str = "the cat sat on the mat",
     *,
@@ -508,23 +403,23 @@ def explore_masks(
     d_k: int = 8,
     temperature: float = 1.0,
     seed: int = 0,
-    tokenizer: Callable[[str], Sequence[str]] = tokenize,
+    tokenizer: Callable[[str], Sequence[str]] = word_tokenize,
     annotate: bool = True,
 ) -> AttentionExplorer:
     """Self-attention over a sentence padded with ``n_pad`` pad tokens, under a mask.
 
-    Controls: ``sentence`` (Text), ``mask_type`` (Dropdown of :data:`MASK_TYPES`),
+    Controls: ``sentence`` (Text), ``mask_type`` (Dropdown of :data:`MASK_KINDS`),
     ``n_pad`` (IntSlider 0..``max_pad``). Weights come from
-    :func:`self_attention_weights` with the mask of :func:`build_mask`; blocked cells
+    :func:`self_attention_weights` with the mask of :func:`minitx.masks.mask_of_kind`; blocked cells
     show grey, and each row of allowed weights sums to 1.
     """
-    if mask_type not in MASK_TYPES:
-        raise ValueError(f"mask_type must be one of {MASK_TYPES}, got {mask_type!r}")
+    if mask_type not in MASK_KINDS:
+        raise ValueError(f"mask_type must be one of {MASK_KINDS}, got {mask_type!r}")
     if not 0 <= n_pad <= max_pad:
         raise ValueError(f"n_pad must be in [0, max_pad={max_pad}], got {n_pad}")
     controls = {
         "sentence": _text(sentence),
-        "mask_type": widgets.Dropdown(options=list(MASK_TYPES), value=mask_type,
+        "mask_type": widgets.Dropdown(options=list(MASK_KINDS), value=mask_type,
                                       description="mask"),
         "n_pad": widgets.IntSlider(value=n_pad, min=0, max=max_pad, description="padding"),
     }
@@ -534,7 +429,7 @@ def explore_masks(
         n_real = len(tokens)
         tokens = tokens + [pad_token] * n_pad
         X = embed_tokens(tokens, d_model, seed)
-        mask = build_mask(mask_type, len(tokens), n_real)
+        mask = mask_of_kind(mask_type, len(tokens), n_real)
         A = self_attention_weights(X, d_k, temperature, 0, seed, mask=mask)
         return A, tokens, tokens, mask
 
@@ -703,10 +598,10 @@ def explore_alignments(
     for i, ex in enumerate(examples):
         if not isinstance(ex, (tuple, list)) or len(ex) != 3:
             raise ValueError(f"examples[{i}] must be (weights, out_labels, in_labels), got {ex!r}")
-        w = viz._weights_2d(ex[0], f"examples[{i}] weights")
-        out_l = viz._labels(ex[1], w.shape[0], f"examples[{i}] out_labels")
-        in_l = viz._labels(ex[2], w.shape[1], f"examples[{i}] in_labels")
-        checked.append((w, out_l, in_l))
+        try:
+            checked.append(heatmap_data(*ex)[:3])  # (weights, out labels, in labels)
+        except (ValueError, TypeError) as err:
+            raise type(err)(f"examples[{i}] (weights, out_labels, in_labels): {err}") from err
     if names is None:
         names = [" ".join(c[2]) for c in checked]
     controls = {

@@ -89,3 +89,22 @@ def additive_mask(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
     check_mask(mask)
     zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     return zeros.masked_fill(~mask, float("-inf"))
+
+
+MASK_KINDS = ("none", "causal", "padding", "causal+padding")
+
+
+def mask_of_kind(kind: str, T: int, n_real: int | None = None) -> Tensor | None:
+    """The (T, T) bool mask of a kind in :data:`MASK_KINDS` (None for "none"), for one
+    sequence of ``T`` tokens whose first ``n_real`` are real (default: all).
+
+    "padding" blocks keys at positions >= ``n_real``, "causal" blocks keys after the
+    query, "causal+padding" both. True = may attend.
+    """
+    if kind not in MASK_KINDS:
+        raise ValueError(f"mask kind must be one of {MASK_KINDS}, got {kind!r}")
+    n_real = T if n_real is None else n_real
+    pad = padding_mask([n_real], T)[0, 0] if "padding" in kind else None  # (1, T)
+    causal = causal_mask(T) if "causal" in kind else None  # (T, T)
+    mask = combine_masks(causal, pad)
+    return None if mask is None else mask.expand(T, T)

@@ -1,14 +1,13 @@
 """Why sequences are awkward for a fixed-size network: the measurements of notebook 01.
 
-Words and their order (``word_tokenize``, ``bag_of_words``), fixed windows
-(``context_window``, ``token_distance``), and what padding and truncation cost on a batch
-of sequences of unequal length (``pad_batch``, ``padding_stats``, ``corpus_padding_waste``,
-``plot_padded_batch``).
+Words and their order (``bag_of_words``, over the words of
+``minitx.tokenizer.word_tokenize``), fixed windows (``context_window``, ``token_distance``),
+and what padding and truncation cost on a batch of sequences of unequal length
+(``pad_batch``, ``padding_stats``, ``corpus_padding_waste``, ``plot_padded_batch``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,18 +19,6 @@ CAT_SENTENCE = (
     "The cat, which had been sleeping on the warm windowsill all afternoon while the rain "
     "poured outside, finally woke up."
 )
-
-_WORD = re.compile(r"\w+(?:'\w+)*|[^\w\s]")
-
-
-def word_tokenize(text: str, *, lower: bool = False) -> list[str]:
-    """Split ``text`` into words and single punctuation marks.
-
-    ``word_tokenize("The cat, which slept.")`` -> ``['The', 'cat', ',', 'which', 'slept', '.']``
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"word_tokenize expects a str, got {type(text).__name__}")
-    return _WORD.findall(text.lower() if lower else text)
 
 
 def build_vocab(tokens: Sequence[str]) -> dict[str, int]:

@@ -1,4 +1,7 @@
-"""A character-level tokenizer: every distinct character is one token.
+"""Tokenizers: words for the small examples, characters for the language models.
+
+``word_tokenize`` splits a sentence into words and punctuation marks (notebooks 01 and 04).
+``CharTokenizer`` makes every distinct character one token (notebooks 05 and 08):
 
     >>> tok = CharTokenizer.from_text("hello world")
     >>> tok.chars
@@ -15,10 +18,22 @@ the same vocabulary. Over tiny Shakespeare the vocabulary has 65 symbols.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 _SHOW = 12  # how many vocabulary entries an error message lists
+_WORD = re.compile(r"\w+(?:'\w+)*|[^\w\s]")  # a word (with its apostrophes) or one mark
+
+
+def word_tokenize(text: str, *, lower: bool = False) -> list[str]:
+    """Split ``text`` into words and single punctuation marks.
+
+    ``word_tokenize("Don't stop, Kate.")`` -> ``["Don't", 'stop', ',', 'Kate', '.']``
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"word_tokenize expects a str, got {type(text).__name__}")
+    return _WORD.findall(text.lower() if lower else text)
 
 
 class CharTokenizer:

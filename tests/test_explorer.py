@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -15,9 +13,10 @@ import torch
 from torch import nn
 
 from minitx import explorer as E
-from minitx import viz
+from minitx import word_attention as W
 from minitx.attention import scaled_dot_product_attention
-from minitx.masks import causal_mask, padding_mask
+from minitx.masks import MASK_KINDS, causal_mask, mask_of_kind
+from minitx.tokenizer import word_tokenize
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -25,9 +24,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def expected_self_attention(sentence, d_k, temperature, head=0, *, d_model=16, seed=0,
                             scaled=True, mask=None, extra_tokens=()):
     """The weights computed independently of the explorer, from the package's parts."""
-    tokens = E.tokenize(sentence) + list(extra_tokens)
-    X = E.embed_tokens(tokens, d_model, seed)
-    W_Q, W_K, W_V = E.random_projections(d_model, d_k, head, seed)
+    tokens = word_tokenize(sentence) + list(extra_tokens)
+    X = W.embed_tokens(tokens, d_model, seed)
+    W_Q, W_K, W_V = W.random_projections(d_model, d_k, head, seed)
     _, A = scaled_dot_product_attention(
         X @ W_Q, X @ W_K, X @ W_V, mask, scale=None if scaled else 1.0, temperature=temperature
     )
@@ -37,61 +36,6 @@ def expected_self_attention(sentence, d_k, temperature, head=0, *, d_model=16, s
 def tick_texts(ax, axis="x"):
     labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
     return [t.get_text() for t in labels]
-
-
-# -- the building blocks ------------------------------------------------------------------
-
-
-def test_tokenize_words_and_punctuation():
-    assert E.tokenize("Be brief, please.") == ["Be", "brief", ",", "please", "."]
-    with pytest.raises(TypeError, match="str"):
-        E.tokenize(["not", "a", "string"])
-
-
-def test_embeddings_depend_on_the_word_only():
-    a = E.embed_tokens(["the", "bank", "of"], d_model=8)
-    b = E.embed_tokens(["Bank", "robbers"], d_model=8)
-    assert a.shape == (3, 8) and a.dtype == torch.float64
-    torch.testing.assert_close(a[1], b[0])
-    torch.testing.assert_close(a, E.embed_tokens(["the", "bank", "of"], d_model=8))
-    assert not torch.allclose(a[0], a[1])
-    assert not torch.allclose(a, E.embed_tokens(["the", "bank", "of"], d_model=8, seed=1))
-    with pytest.raises(ValueError, match="empty"):
-        E.embed_tokens([])
-
-
-def test_random_projections_are_fixed_and_scaled():
-    W_Q, W_K, W_V = E.random_projections(16, 4)
-    assert W_Q.shape == W_K.shape == W_V.shape == (16, 4)
-    torch.testing.assert_close(W_Q, E.random_projections(16, 4)[0])
-    assert not torch.allclose(W_Q, E.random_projections(16, 4, head=1)[0])
-    big = E.random_projections(256, 64)[0]
-    assert abs(big.std().item() - 1 / math.sqrt(256)) < 0.01
-    with pytest.raises(ValueError, match="d_k"):
-        E.random_projections(16, 0)
-
-
-def test_self_attention_weights_match_a_manual_softmax():
-    X = E.embed_tokens(E.tokenize("a b c d"), 16)
-    W_Q, W_K, _ = E.random_projections(16, 8)
-    manual = torch.softmax((X @ W_Q) @ (X @ W_K).T / math.sqrt(8) / 0.5, dim=-1)
-    torch.testing.assert_close(E.self_attention_weights(X, 8, temperature=0.5), manual)
-    with pytest.raises(ValueError, match=r"\(T, d_model\)"):
-        E.self_attention_weights(X[None], 8)
-
-
-@pytest.mark.parametrize("mask_type", E.MASK_TYPES)
-def test_build_mask(mask_type):
-    mask = E.build_mask(mask_type, 5, n_real=3)
-    causal = causal_mask(5)
-    pad = padding_mask([3], 5)[0, 0].expand(5, 5)
-    expected = {"none": None, "causal": causal, "padding": pad, "causal+padding": causal & pad}
-    if expected[mask_type] is None:
-        assert mask is None
-    else:
-        assert torch.equal(mask, expected[mask_type])
-    with pytest.raises(ValueError, match="mask_type must be one of"):
-        E.build_mask("diagonal", 3)
 
 
 # -- explore_self_attention ----------------------------------------------------------------
@@ -229,7 +173,7 @@ def test_custom_embedding_and_tokenizer():
     ex = E.explore_self_attention("abc", tokenizer=list, embed=embed, d_k=4, scaled=None)
     assert "scaled" not in ex.controls
     X = embed(list("abc"))
-    W_Q, W_K, W_V = E.random_projections(6, 4)
+    W_Q, W_K, W_V = W.random_projections(6, 4)
     _, A = scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V)
     np.testing.assert_allclose(ex.weights, A.numpy(), rtol=1e-12)
     assert tick_texts(ex.ax) == ["a", "b", "c"]
@@ -266,11 +210,11 @@ def test_static_figure_and_text_repr():
 # -- explore_masks ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mask_type", E.MASK_TYPES)
+@pytest.mark.parametrize("mask_type", MASK_KINDS)
 def test_mask_explorer_matches_masked_attention(mask_type):
     ex = E.explore_masks("the cat sat", mask_type="none", n_pad=2)
     ex.controls["mask_type"].value = mask_type
-    mask = E.build_mask(mask_type, 5, n_real=3)
+    mask = mask_of_kind(mask_type, 5, n_real=3)
     expected, tokens = expected_self_attention(
         "the cat sat", 8, 1.0, mask=mask, extra_tokens=["<pad>", "<pad>"]
     )
@@ -280,8 +224,7 @@ def test_mask_explorer_matches_masked_attention(mask_type):
     np.testing.assert_array_equal(np.ma.getmaskarray(shown), blocked)
     np.testing.assert_allclose(ex.weights.sum(axis=1), 1.0, rtol=1e-12)
     assert tick_texts(ex.ax) == tokens
-    legend = viz.mask_legend(ex.image)
-    assert (legend is not None and legend.get_visible()) == (mask is not None)
+    assert ex.heatmap.legend_shown == (mask is not None)
 
 
 def test_mask_explorer_padding_slider():
@@ -402,7 +345,7 @@ def test_alignment_explorer_switches_examples():
     np.testing.assert_allclose(ex.image.get_array(), b.numpy(), rtol=1e-6)
     assert ex.image.get_extent() == [-0.5, 1.5, 4.5, -0.5]
     assert tick_texts(ex.ax) == ["hi", "<eos>"] and tick_texts(ex.ax, "y") == list("vwxyz")
-    with pytest.raises(ValueError, match=r"examples\[0\] in_labels has 1 labels, expected 4"):
+    with pytest.raises(ValueError, match=r"examples\[0\] .*key_labels has 1 labels, expected 4"):
         E.explore_alignments([(a, ["x", "y", "z"], ["only"])])
     with pytest.raises(ValueError, match="at least one"):
         E.explore_alignments([])

@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from minitx.attention import masked_softmax
-from minitx.masks import additive_mask, causal_mask, check_mask, combine_masks, padding_mask
+from minitx.masks import (
+    MASK_KINDS,
+    additive_mask,
+    causal_mask,
+    check_mask,
+    combine_masks,
+    mask_of_kind,
+    padding_mask,
+)
 
 # ---------------------------------------------------------------- causal_mask
 
@@ -167,3 +175,17 @@ def test_additive_mask_fully_masked_row_gives_nan_in_plain_softmax():
 def test_additive_mask_rejects_float():
     with pytest.raises(ValueError, match="boolean"):
         additive_mask(torch.zeros(2, 2))
+
+
+@pytest.mark.parametrize("mask_type", MASK_KINDS)
+def test_mask_of_kind(mask_type):
+    mask = mask_of_kind(mask_type, 5, n_real=3)
+    causal = causal_mask(5)
+    pad = padding_mask([3], 5)[0, 0].expand(5, 5)
+    expected = {"none": None, "causal": causal, "padding": pad, "causal+padding": causal & pad}
+    if expected[mask_type] is None:
+        assert mask is None
+    else:
+        assert torch.equal(mask, expected[mask_type])
+    with pytest.raises(ValueError, match="mask kind must be one of"):
+        mask_of_kind("diagonal", 3)

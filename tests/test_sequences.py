@@ -11,18 +11,12 @@ import pytest
 import torch
 
 from minitx import sequences as seq
-
-
-def test_word_tokenize_splits_punctuation():
-    assert seq.word_tokenize("The cat, which slept.") == ["The", "cat", ",", "which", "slept", "."]
-    assert seq.word_tokenize("Don't STOP", lower=True) == ["don't", "stop"]
-    with pytest.raises(TypeError):
-        seq.word_tokenize(["a"])
+from minitx.tokenizer import word_tokenize
 
 
 def test_bag_of_words_forgets_order_but_counts():
-    a = seq.word_tokenize("dog bites man")
-    b = seq.word_tokenize("man bites dog")
+    a = word_tokenize("dog bites man")
+    b = word_tokenize("man bites dog")
     vocab = seq.build_vocab(a + b)
     assert vocab == {"bites": 0, "dog": 1, "man": 2}
     assert torch.equal(seq.bag_of_words(a, vocab), seq.bag_of_words(b, vocab))
@@ -32,7 +26,7 @@ def test_bag_of_words_forgets_order_but_counts():
 
 
 def test_distance_and_window_on_the_cat_sentence():
-    tokens = seq.word_tokenize(seq.CAT_SENTENCE)
+    tokens = word_tokenize(seq.CAT_SENTENCE)
     d = seq.token_distance(tokens, "cat", "woke")
     assert d == tokens.index("woke") - tokens.index("cat") == 19
     verb = tokens.index("woke")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from minitx.tokenizer import CharTokenizer
+from minitx.tokenizer import CharTokenizer, word_tokenize
 
 
 def test_vocabulary_is_the_sorted_distinct_characters():
@@ -98,3 +98,16 @@ def test_tiny_shakespeare_has_65_symbols(shakespeare_available):
     assert tok.vocab_size == 65
     assert tok.chars[:2] == ["\n", " "]
     assert tok.decode(tok.encode(text[:5000])) == text[:5000]
+
+
+def test_word_tokenize_splits_punctuation():
+    assert word_tokenize("The cat, which slept.") == ["The", "cat", ",", "which", "slept", "."]
+    assert word_tokenize("Don't STOP", lower=True) == ["don't", "stop"]
+    with pytest.raises(TypeError):
+        word_tokenize(["a"])
+    # One tokenizer for the whole course: the explorer of notebook 04 splits the same way.
+    from minitx.explorer import explore_self_attention
+
+    assert explore_self_attention("Don't stop, Kate.").query_labels == [
+        "Don't", "stop", ",", "Kate", "."
+    ]

@@ -13,6 +13,7 @@ import torch
 from matplotlib.colors import to_rgba
 
 from minitx import viz
+from minitx.heatmap import heatmap_data
 from minitx.masks import causal_mask, padding_mask
 
 
@@ -38,7 +39,7 @@ def _pixel(image, i: int, j: int) -> np.ndarray:
 
 def test_heatmap_shows_weights_labels_and_colorbar():
     w = _weights(3, 4)
-    image = viz.attention_heatmap(w, ["a", "b", "c"], ["w", "x", "y", "z"], title="A")
+    image = viz.attention_heatmap(w, ["a", "b", "c"], ["w", "x", "y", "z"], title="A").image
     np.testing.assert_allclose(image.get_array(), w.numpy(), rtol=1e-6)
     ax = image.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["w", "x", "y", "z"]
@@ -52,27 +53,27 @@ def test_heatmap_shows_weights_labels_and_colorbar():
 
 def test_heatmap_accepts_numpy_and_a_batch_of_one():
     w = _weights()
-    a = viz.attention_heatmap(w.numpy()).get_array()
-    b = viz.attention_heatmap(w[None, None]).get_array()
+    a = viz.attention_heatmap(w.numpy()).image.get_array()
+    b = viz.attention_heatmap(w[None, None]).image.get_array()
     np.testing.assert_allclose(a, b)
     assert a.shape == (4, 4)
 
 
 def test_heatmap_default_title_and_labels_are_positions():
-    image = viz.attention_heatmap(_weights(2, 3))
+    image = viz.attention_heatmap(_weights(2, 3)).image
     assert image.axes.get_title() == "Attention weights"
     assert [t.get_text() for t in image.axes.get_xticklabels()] == ["0", "1", "2"]
 
 
 def test_square_heatmap_reuses_query_labels_for_keys():
-    image = viz.attention_heatmap(_weights(2, 2), ["be", "brief"])
+    image = viz.attention_heatmap(_weights(2, 2), ["be", "brief"]).image
     assert [t.get_text() for t in image.axes.get_xticklabels()] == ["be", "brief"]
     with pytest.raises(ValueError, match="key_labels has 2 labels, expected 3"):
         viz.attention_heatmap(_weights(2, 3), ["be", "brief"], ["x", "y"])
 
 
 def test_heatmap_vmax_grows_for_values_above_one():
-    image = viz.attention_heatmap(torch.tensor([[0.0, 3.0], [1.0, 2.0]]))
+    image = viz.attention_heatmap(torch.tensor([[0.0, 3.0], [1.0, 2.0]])).image
     assert image.get_clim() == (0.0, 3.0)
 
 
@@ -81,7 +82,7 @@ def test_masked_cells_are_drawn_distinct_from_zero_weight():
     w = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0],
                       [0.2, 0.3, 0.5, 0.0], [0.1, 0.2, 0.3, 0.4]])
     mask = causal_mask(4)
-    image = viz.attention_heatmap(w, mask=mask, colorbar=False)
+    image = viz.attention_heatmap(w, mask=mask, colorbar=False).image
     arr = image.get_array()
     assert np.array_equal(np.ma.getmaskarray(arr), ~mask.numpy())
     masked = _pixel(image, 0, 2)
@@ -89,24 +90,24 @@ def test_masked_cells_are_drawn_distinct_from_zero_weight():
     np.testing.assert_allclose(_pixel(image, 1, 3), masked, atol=2 / 255)
     assert not np.allclose(_pixel(image, 0, 0), masked, atol=0.05)  # weight 1
     # A real zero weight (allowed cell) is drawn with the colormap's lowest colour.
-    image2 = viz.attention_heatmap(torch.tensor([[1.0, 0.0]]), colorbar=False)
+    image2 = viz.attention_heatmap(torch.tensor([[1.0, 0.0]]), colorbar=False).image
     zero_allowed = _pixel(image2, 0, 1)
     np.testing.assert_allclose(zero_allowed, image2.cmap(0.0), atol=2 / 255)
     assert not np.allclose(zero_allowed, masked, atol=0.05)
 
 
 def test_padding_mask_broadcasts_to_the_weights():
-    image = viz.attention_heatmap(_weights(3, 3), mask=padding_mask([2], 3))
-    blocked = np.ma.getmaskarray(image.get_array())
+    heatmap = viz.attention_heatmap(_weights(3, 3), mask=padding_mask([2], 3))
+    blocked = np.ma.getmaskarray(heatmap.image.get_array())
     assert blocked[:, 2].all() and not blocked[:, :2].any()
-    assert viz.mask_legend(image).get_visible()
-    viz.set_heatmap(image, _weights(3, 3))  # no mask now: the key hides
-    assert not viz.mask_legend(image).get_visible()
-    assert viz.mask_legend(viz.attention_heatmap(_weights(2, 2))) is None
+    assert heatmap.legend_shown and heatmap.legend.get_visible()
+    heatmap.show(heatmap_data(_weights(3, 3)))  # no mask now: the key hides
+    assert not heatmap.legend_shown and heatmap.legend is not None
+    assert viz.attention_heatmap(_weights(2, 2)).legend is None
 
 
 def test_annotate_writes_one_number_per_visible_cell():
-    image = viz.attention_heatmap(_weights(3, 3), mask=causal_mask(3), annotate=True)
+    image = viz.attention_heatmap(_weights(3, 3), mask=causal_mask(3), annotate=True).image
     texts = [t.get_text() for t in image.axes.texts]
     assert len(texts) == 6
     assert all(len(t) == 4 and t[1] == "." for t in texts)
@@ -131,15 +132,20 @@ def test_heatmap_rejects_bad_input(kwargs, error, match):
         viz.attention_heatmap(**args)
 
 
-def test_set_heatmap_redraws_in_place_with_a_new_shape():
-    image = viz.attention_heatmap(_weights(2, 2), ["a", "b"], ["a", "b"])
+def test_show_redraws_in_place_with_a_new_shape():
+    heatmap = viz.attention_heatmap(_weights(2, 2), ["a", "b"], ["a", "b"], annotate=True)
+    image = heatmap.image
     w = _weights(3, 5)
-    viz.set_heatmap(image, w, list("xyz"), list("pqrst"), mask=padding_mask([4], 5))
+    heatmap.show(heatmap_data(w, list("xyz"), list("pqrst"), mask=padding_mask([4], 5)))
+    assert heatmap.image is image
     np.testing.assert_allclose(image.get_array().data, w.numpy(), rtol=1e-6)
     assert image.get_extent() == [-0.5, 4.5, 2.5, -0.5]
     assert [t.get_text() for t in image.axes.get_xticklabels()] == list("pqrst")
     assert np.ma.getmaskarray(image.get_array())[:, 4].all()
     assert len(image.axes.images) == 1
+    # The old cell numbers are gone: one per visible cell of the new weights.
+    assert len(heatmap.texts) == len(image.axes.texts) == 12
+    assert heatmap.data.key_labels == list("pqrst")
 
 
 def test_attention_grid_layers_by_heads():

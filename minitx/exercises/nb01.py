@@ -14,9 +14,8 @@ from minitx.sequences import (
     build_vocab,
     padding_stats,
     token_distance,
-    word_tokenize,
 )
-from minitx.tokenizer import CharTokenizer
+from minitx.tokenizer import CharTokenizer, word_tokenize
 
 BATCH_LENGTHS = [3, 7, 5, 1]
 EMBEDDING_TABLE = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
@@ -87,7 +86,7 @@ def _(answer):
 
 @exercise(
     "01.window",
-    f'In "{CAT_SENTENCE}", split with minitx.sequences.word_tokenize, a model predicts the '
+    f'In "{CAT_SENTENCE}", split with minitx.tokenizer.word_tokenize, a model predicts the '
     "token 'woke' from the k tokens just before it. What is the smallest k for which 'cat' "
     "is inside that window? Give an int.",
 )
