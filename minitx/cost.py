@@ -1,7 +1,6 @@
 """What a computation costs: time, memory, arithmetic, and how long its chain of steps is.
 
     measure_time     smallest CPU time of a few calls (other programs do not inflate it)
-    single_thread    run torch on one thread, so that all its work is on the timed thread
     saved_bytes      bytes that autograd keeps for the backward pass (activation memory)
     count_flops      floating-point operations of the matrix products, counted by PyTorch
     attention_flops  the same, by formula, for softmax(Q K^T) V
@@ -19,8 +18,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -35,7 +33,6 @@ __all__ = [
     "measure_time",
     "rnn_flops",
     "saved_bytes",
-    "single_thread",
 ]
 
 
@@ -56,7 +53,7 @@ def measure_time(
     ``warmup`` untimed calls come first (they pay for one-off allocations). The default
     ``clock`` is the CPU time of the calling thread, which does not advance while the
     operating system runs other programs, so a busy machine does not inflate the result.
-    It only sees work done on this thread: time torch code inside :func:`single_thread`.
+    It only sees work done on this thread: time torch code inside ``minitx.runtime.threads(1)``.
     For GPU work pass ``clock=time.perf_counter`` and synchronise inside ``fn``.
     Python's garbage collector is paused during the timed calls, as ``timeit`` does.
     """
@@ -78,17 +75,6 @@ def measure_time(
         if gc_was_enabled:
             gc.enable()
     return best
-
-
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """Let torch use one thread for the duration (the previous number comes back)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _storage_key(t: Tensor) -> tuple[str, int]:

@@ -9,21 +9,14 @@ import random
 import numpy as np
 import torch
 
+from minitx.runtime import select_device
+
 
 def seed_everything(seed: int = 0) -> None:
     """Seed Python's, numpy's and torch's random generators."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def default_device() -> torch.device:
-    """CUDA when present, else Apple's mps, else the CPU."""
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
 
 
 def setup_notebook(
@@ -65,7 +58,7 @@ def setup_notebook(
             "svg.hashsalt": "minitx",
         }
     )
-    device = default_device()
+    device = select_device("auto")
     if not quiet:
         print(
             f"minitx {__version__} | python {platform.python_version()} | "

@@ -18,8 +18,7 @@ import copy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import torch
-
+from minitx.runtime import select_device
 from minitx.trainer import TrainConfig
 
 if TYPE_CHECKING:
@@ -171,9 +170,8 @@ def get_preset(name: str) -> Preset:
 
 def auto_preset_name(cuda_available: bool | None = None) -> str:
     """'gpu' when CUDA is available, else 'cpu'."""
-    if cuda_available is None:
-        cuda_available = torch.cuda.is_available()
-    return "gpu" if cuda_available else "cpu"
+    device = select_device("auto", cuda_available=cuda_available, mps_available=False)
+    return "gpu" if device.type == "cuda" else "cpu"
 
 
 __all__ = ["PRESETS", "Preset", "auto_preset_name", "get_preset", "preset_names"]

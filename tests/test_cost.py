@@ -19,7 +19,6 @@ from minitx.cost import (
     measure_time,
     rnn_flops,
     saved_bytes,
-    single_thread,
 )
 from minitx.rnn import RNN
 
@@ -86,16 +85,6 @@ def test_measure_time_rejects_bad_counts(kwargs):
 def test_measure_time_rejects_non_callables():
     with pytest.raises(TypeError, match="fn must be callable, got int"):
         measure_time(3)
-
-
-def test_single_thread_restores_the_thread_count():
-    before = torch.get_num_threads()
-    with single_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-    with pytest.raises(RuntimeError), single_thread():
-        raise RuntimeError("boom")
-    assert torch.get_num_threads() == before
 
 
 def test_saved_bytes_of_a_product_counts_both_inputs_once():

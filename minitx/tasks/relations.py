@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention
+from minitx.runtime import threads
 
 BOS = "^"
 LETTERS = "abcdefgh"
@@ -359,19 +360,6 @@ def accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
     return result
 
 
-@contextlib.contextmanager
-def _num_threads(n: int | None) -> Iterator[None]:
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
 def train(
     model: RelationNet,
     task: RelationTask,
@@ -399,7 +387,7 @@ def train(
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     model.train()
-    with _num_threads(num_threads):
+    with threads(num_threads) if num_threads is not None else contextlib.nullcontext():
         for batch in itertools.islice(task.batches(batch_size, seed), steps):
             loss = relation_loss(model(batch.x), batch)
             opt.zero_grad(set_to_none=True)

@@ -1,0 +1,177 @@
+"""Where and how torch runs: the device, the CPU threads, autocast and TF32, in one place.
+
+``select_device`` picks CUDA, then Apple's mps, then the CPU. ``plan_runtime`` turns a
+request (device, dtype, compile, threads) into a :class:`Runtime` without changing
+anything; ``activated(runtime)`` switches it on for a ``with`` block and puts every global
+setting back afterwards, and ``threads(n)`` does the same for the thread count alone.
+Nothing in the package changes torch's global state outside such a block, except
+``minitx.notebook.setup_notebook``, whose job is to set up a notebook's session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How work will run: the device, the autocast dtype (float32 = none), whether to
+    ``torch.compile`` and use fused AdamW, TF32 matmuls, and the CPU thread count."""
+
+    device: torch.device
+    dtype: torch.dtype
+    compile: bool
+    fused_adamw: bool
+    tf32: bool
+    num_threads: int
+
+
+def available_cpus() -> int:
+    """Number of CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def cpu_threads(env: dict[str, str] | None = None, cpus: int | None = None) -> int:
+    """Threads for CPU work: ``$OMP_NUM_THREADS`` when set (the user asked), else every
+    available core. On a machine shared with other busy processes one thread per process
+    can be several times faster than oversubscribed cores; set ``OMP_NUM_THREADS=1`` then.
+    """
+    env = os.environ if env is None else env
+    value = env.get("OMP_NUM_THREADS", "").strip()
+    if not value:
+        return available_cpus() if cpus is None else cpus
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise ValueError(f"OMP_NUM_THREADS must be a positive int, got {value!r}")
+
+
+def select_device(
+    requested: str = "auto",
+    *,
+    cuda_available: bool | None = None,
+    mps_available: bool | None = None,
+) -> torch.device:
+    """'auto' -> CUDA if available, else mps if available, else CPU.
+
+    An explicit request for an absent backend is a ValueError. The availability flags
+    default to asking torch; tests pass them to exercise the logic on any machine.
+    """
+    if cuda_available is None:
+        cuda_available = torch.cuda.is_available()
+    if mps_available is None:
+        mps = getattr(torch.backends, "mps", None)
+        mps_available = bool(mps is not None and mps.is_available())
+    if requested == "auto":
+        if cuda_available:
+            return torch.device("cuda")
+        return torch.device("mps" if mps_available else "cpu")
+    if not isinstance(requested, str) or not (
+        requested in ("cpu", "mps") or requested.split(":")[0] == "cuda"
+    ):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {requested!r}")
+    device = torch.device(requested)
+    if device.type == "cuda" and not cuda_available:
+        raise ValueError(f"device {requested!r} was requested but CUDA is not available")
+    if device.type == "mps" and not mps_available:
+        raise ValueError(f"device {requested!r} was requested but Apple mps is not available")
+    return device
+
+
+def plan_runtime(
+    device: str = "auto",
+    dtype: str = "auto",
+    compile: bool | None = None,
+    threads: int | None = None,
+    *,
+    cuda_available: bool | None = None,
+    mps_available: bool | None = None,
+    bf16_supported: bool | None = None,
+    cpus: int | None = None,
+) -> Runtime:
+    """Decide device, autocast dtype, compile, fused AdamW, TF32 and threads.
+
+    CUDA: bf16 autocast (if the GPU supports it), fused AdamW, TF32, compile.
+    mps: float32, no compile. CPU: float32, no compile, ``threads`` or every available
+    core (``$OMP_NUM_THREADS`` when set, see ``cpu_threads``). ``dtype`` and ``compile``
+    override the choice. A pure function of its inputs: nothing changes until
+    :func:`activated`.
+    """
+    chosen = select_device(device, cuda_available=cuda_available, mps_available=mps_available)
+    is_cuda = chosen.type == "cuda"
+    if dtype == "auto":
+        if bf16_supported is None:
+            bf16_supported = is_cuda and torch.cuda.is_bf16_supported()
+        autocast_dtype = torch.bfloat16 if is_cuda and bf16_supported else torch.float32
+    elif dtype in DTYPES:
+        autocast_dtype = DTYPES[dtype]
+    else:
+        raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {dtype!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise ValueError(f"threads must be None or an int >= 1, got {threads!r}")
+    return Runtime(
+        device=chosen,
+        dtype=autocast_dtype,
+        compile=is_cuda if compile is None else bool(compile),
+        fused_adamw=is_cuda,
+        tf32=is_cuda,
+        num_threads=threads or cpu_threads(cpus=cpus),
+    )
+
+
+@contextlib.contextmanager
+def threads(n: int) -> Iterator[None]:
+    """Let torch use ``n`` CPU threads for the duration; the previous number comes back."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be an int >= 1, got {n!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def activated(runtime: Runtime) -> Iterator[None]:
+    """Switch on what ``runtime`` asks for (TF32 on CUDA, the thread count on the CPU) for
+    the duration of the block; the previous settings come back afterwards."""
+    tf32_before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    n = runtime.num_threads if runtime.device.type == "cpu" else torch.get_num_threads()
+    try:
+        if runtime.tf32:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        with threads(n):
+            yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32_before
+
+
+def autocast(runtime: Runtime) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` for a reduced-precision runtime, else a no-op context."""
+    if runtime.dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=runtime.device.type, dtype=runtime.dtype)
+
+
+__all__ = [
+    "Runtime",
+    "activated",
+    "autocast",
+    "available_cpus",
+    "cpu_threads",
+    "plan_runtime",
+    "select_device",
+    "threads",
+]

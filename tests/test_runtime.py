@@ -1,0 +1,57 @@
+"""minitx.runtime: one place that picks the device and changes torch's global settings,
+and every change it makes is undone when its block ends."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from minitx.runtime import activated, autocast, plan_runtime, select_device, threads
+
+
+def test_threads_restores_the_thread_count_even_after_an_error():
+    before = torch.get_num_threads()
+    with threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), threads(1):
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="threads must be an int >= 1"):
+            threads(bad).__enter__()
+
+
+def test_activated_sets_threads_and_tf32_only_inside_the_block():
+    before = (torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32,
+              torch.backends.cudnn.allow_tf32)
+    cuda_like = plan_runtime("cuda", cuda_available=True, mps_available=False,
+                             bf16_supported=True, threads=1)
+    assert cuda_like.tf32
+    with activated(cuda_like):
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    cpu = plan_runtime("cpu", threads=1)
+    with pytest.raises(KeyError), activated(cpu):
+        assert torch.get_num_threads() == 1
+        raise KeyError("a failure inside the block")
+    after = (torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32,
+             torch.backends.cudnn.allow_tf32)
+    assert after == before
+
+
+def test_plan_runtime_rejects_what_it_cannot_run():
+    with pytest.raises(ValueError, match="dtype must be 'auto' or one of"):
+        plan_runtime("cpu", dtype="float16")
+    with pytest.raises(ValueError, match="threads must be None or an int >= 1"):
+        plan_runtime("cpu", threads=0)
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda\\[:N\\]' or 'mps'"):
+        select_device("tpu")
+    assert plan_runtime("cpu", dtype="bfloat16").dtype == torch.bfloat16
+
+
+def test_autocast_is_a_no_op_in_float32():
+    x = torch.ones(2, 2)
+    with autocast(plan_runtime("cpu", threads=1)):
+        assert (x @ x).dtype == torch.float32
+    with autocast(plan_runtime("cpu", dtype="bfloat16", threads=1)):
+        assert (x @ x).dtype == torch.bfloat16
