@@ -2,11 +2,16 @@
 
 What the trainer needs:
 
-- a ``model`` (any ``nn.Module``) whose call ``model(x, y)`` returns ``(output, loss)``
-  with ``loss`` a scalar tensor;
-- a batch source ``get_batch(split, generator) -> (x, y)`` for ``split`` in
+- a ``model`` (any ``nn.Module``);
+- a batch source ``get_batch(split, generator) -> batch`` for ``split`` in
   {'train', 'val'}, drawing its randomness from ``generator`` (see ``minitx.batches``);
+- a loss ``loss_fn(model, batch) -> scalar tensor``; the default, for language models
+  such as ``minitx.gpt.GPT``, is ``model(x, y)[1]`` with ``batch = (x, y)``;
 - a ``TrainConfig``.
+
+A task (the date translation of notebook 03, the recall task of 02, the relations of 06)
+supplies the batches and the loss and nothing else: every model of the course is trained
+by this one loop, and its ``history`` has one format.
 
 What it does: AdamW with decoupled weight decay on matrices only, linear warmup then
 cosine decay of the learning rate (``lr_at``), gradient clipping, periodic evaluation
@@ -31,12 +36,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-BatchFn = Callable[[str, torch.Generator], tuple[Tensor, Tensor]]
+Batch = Any  # whatever get_batch returns; (x, y) for a language model
+BatchFn = Callable[[str, torch.Generator], Batch]
+LossFn = Callable[[nn.Module, Batch], Tensor]
 Callback = Callable[["Trainer"], None]
 
 EVENTS = ("on_step_end", "on_eval_end", "on_interrupt", "on_train_end")
@@ -373,15 +381,18 @@ class Trainer:
     """Train ``model`` on batches from ``get_batch`` following ``config``.
 
     Args:
-        model: any module with ``model(x, y) -> (output, loss)``.
+        model: any module.
         config: a ``TrainConfig``.
-        get_batch: ``get_batch(split, generator) -> (x, y)``; the batch size it returns
-            must equal ``config.batch_size``.
+        get_batch: ``get_batch(split, generator) -> batch``; the first tensor of a batch
+            (``x``) has ``config.batch_size`` rows.
+        loss_fn: ``loss_fn(model, batch) -> scalar tensor``; default
+            :func:`language_model_loss`, ``model(x, y)[1]``.
         callbacks: optional ``{event: [fn(trainer), ...]}`` for the events in ``EVENTS``.
 
     Attributes read by callbacks: ``step`` (optimisation steps done), ``model``,
     ``optimizer``, ``generator`` (the batch generator), ``history``, ``last_val_loss``,
-    ``best_val_loss``, ``runtime``, ``config``.
+    ``best_val_loss``, ``runtime``, ``config``. A callback may call :meth:`stop` (e.g.
+    early stopping on a validation accuracy it records in ``history``).
     """
 
     def __init__(
@@ -390,6 +401,7 @@ class Trainer:
         config: TrainConfig,
         get_batch: BatchFn,
         *,
+        loss_fn: LossFn | None = None,
         callbacks: dict[str, list[Callback]] | None = None,
         runtime: Runtime | None = None,
     ) -> None:
@@ -405,6 +417,10 @@ class Trainer:
         # forward_model may be a compiled wrapper; self.model keeps clean state_dict keys.
         self.forward_model = torch.compile(self.model) if self.runtime.compile else self.model
         self.get_batch = get_batch
+        if loss_fn is not None and not callable(loss_fn):
+            raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+        self.loss_fn = language_model_loss if loss_fn is None else loss_fn
+        self.stop_requested = False
         self.generator = torch.Generator().manual_seed(config.seed)
         self.step = 0
         self.best_val_loss = math.inf
@@ -449,10 +465,8 @@ class Trainer:
                 gen = torch.Generator().manual_seed(self.config.seed + 1)
                 total = torch.zeros((), device=self.runtime.device)
                 for _ in range(self.config.eval_steps):
-                    x, y = self.get_batch(split, gen)
-                    with autocast(self.runtime):
-                        _, loss = self.forward_model(x, y)
-                    total += loss.detach().float()
+                    batch = self.get_batch(split, gen)
+                    total += self._loss(batch).detach().float()
                 out[split] = total.item() / self.config.eval_steps
         finally:
             self.model.train(was_training)
@@ -470,19 +484,30 @@ class Trainer:
         self._trigger("on_eval_end")
 
     # -------------------------------------------------------------- training
+    def _loss(self, batch: Batch) -> Tensor:
+        first_tensor(batch)  # a clear error for a batch that holds no tensor
+        with autocast(self.runtime):
+            loss = self.loss_fn(self.forward_model, batch)
+        if not isinstance(loss, Tensor) or loss.ndim != 0:
+            raise ValueError(
+                "loss_fn must return a scalar tensor, got "
+                f"{tuple(loss.shape) if isinstance(loss, Tensor) else type(loss).__name__}"
+            )
+        return loss
+
     def _train_step(self) -> tuple[Tensor, Tensor | None, int]:
         """One optimisation step; returns (loss, grad norm before clipping or None, tokens)."""
         lr = self.config.lr_at(self.step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        x, y = self.get_batch("train", self.generator)
+        batch = self.get_batch("train", self.generator)
+        x = first_tensor(batch)
         if x.size(0) != self.config.batch_size:
             raise ValueError(
                 f"get_batch returned a batch of {x.size(0)} rows; TrainConfig.batch_size is "
                 f"{self.config.batch_size}"
             )
-        with autocast(self.runtime):
-            _, loss = self.forward_model(x, y)
+        loss = self._loss(batch)
         loss.backward()
         norm = None
         if self.config.grad_clip > 0:
@@ -508,6 +533,7 @@ class Trainer:
         if max_steps < self.step:
             raise ValueError(f"max_steps={max_steps} but {self.step} steps are already done")
         self.model.train()
+        self.stop_requested = False
         self.optimizer.zero_grad(set_to_none=True)  # drop grads of an interrupted step
         if self.step == 0 and not self.history["eval_step"]:
             self._eval_and_record()
@@ -550,6 +576,10 @@ class Trainer:
                     self._trigger("on_step_end")
                     if interrupt.requested:
                         raise KeyboardInterrupt
+                    if self.stop_requested:
+                        if self.history["eval_step"][-1:] != [self.step]:
+                            self._eval_and_record()
+                        break
         except KeyboardInterrupt:
             if self._mid_update:
                 print(
@@ -564,6 +594,10 @@ class Trainer:
             bar.close()
         self._trigger("on_train_end")
         return self.history
+
+    def stop(self) -> None:
+        """Ask :meth:`train` to stop after the current step (it evaluates first)."""
+        self.stop_requested = True
 
     def _log(self, norm: Tensor | None, tokens_per_s: float) -> None:
         h = self.history
@@ -635,6 +669,29 @@ class Trainer:
         self._loss_sum, self._loss_count = state.get("loss_window", [0.0, 0])
         self._loss_sum = float(self._loss_sum)
         self._loss_count = int(self._loss_count)
+
+
+def language_model_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
+    """The loss of a model with the language-model contract ``model(x, y) -> (logits, loss)``."""
+    x, y = batch
+    return model(x, y)[1]
+
+
+def first_tensor(batch: Batch) -> Tensor:
+    """The first tensor of a batch (a tensor, a tuple/list or a dataclass/NamedTuple of
+    them): its rows are the batch size and its entries the tokens counted in tokens/s."""
+    if isinstance(batch, Tensor):
+        return batch
+    items = batch if isinstance(batch, (tuple, list)) else (
+        [getattr(batch, f.name) for f in fields(batch)] if is_dataclass(batch) else []
+    )
+    for item in items:
+        if isinstance(item, Tensor):
+            return item
+    raise TypeError(
+        f"get_batch must return a tensor, or a tuple or dataclass holding tensors, got "
+        f"{type(batch).__name__}"
+    )
 
 
 def count_parameters(model: nn.Module) -> int:

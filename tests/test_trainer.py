@@ -388,3 +388,67 @@ def test_a_diverging_run_stops_with_a_clear_error():
     trainer = Trainer(Exploding(), config(max_steps=6, grad_clip=0.0), cyclic_batches())
     with pytest.raises(FloatingPointError, match="training loss became nan by step 2"):
         trainer.train()
+
+
+# ---------------------------------------------------------------- any task, one loop
+class _Regression(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Linear(3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w(x)[:, 0]
+
+
+def _regression_batch(split: str, generator: torch.Generator):
+    x = torch.randn(16, 3, generator=generator)  # (B, 3)
+    return x, x @ torch.tensor([1.0, -2.0, 0.5])  # y = w . x, w to be learned
+
+
+def test_a_task_supplies_batches_and_a_loss_and_nothing_else():
+    torch.manual_seed(0)
+    model = _Regression()
+    config = TrainConfig(max_steps=150, batch_size=16, learning_rate=5e-2, min_lr=5e-3,
+                         warmup_steps=0, weight_decay=0.0, eval_interval=50, eval_steps=2,
+                         log_interval=1, device="cpu", threads=1, progress=False)
+
+    def mse(model, batch):
+        x, y = batch
+        return ((model(x) - y) ** 2).mean()
+
+    trainer = Trainer(model, config, _regression_batch, loss_fn=mse)
+    history = trainer.train()
+    assert len(history["train_loss"]) == 150  # log_interval=1: the loss of every step
+    assert history["val_loss"][-1] < 1e-3 < history["val_loss"][0]
+    torch.testing.assert_close(model.w.weight, torch.tensor([[1.0, -2.0, 0.5]]), atol=0.02,
+                               rtol=0)
+
+
+def test_a_callback_can_stop_training_early():
+    torch.manual_seed(0)
+    config = TrainConfig(max_steps=500, batch_size=16, learning_rate=5e-2, min_lr=5e-3,
+                         warmup_steps=0, weight_decay=0.0, eval_interval=10, eval_steps=1,
+                         log_interval=10, device="cpu", threads=1, progress=False)
+
+    def stop_when_good(trainer):
+        if trainer.last_val_loss < 0.05:
+            trainer.stop()
+
+    trainer = Trainer(_Regression(), config, _regression_batch,
+                      loss_fn=lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+                      callbacks={"on_eval_end": [stop_when_good]})
+    trainer.train()
+    assert trainer.step < 500 and trainer.last_val_loss < 0.05
+    assert trainer.history["eval_step"][-1] == trainer.step
+
+
+def test_bad_losses_and_batches_are_named():
+    config = TrainConfig(max_steps=2, batch_size=16, device="cpu", threads=1, progress=False)
+    with pytest.raises(TypeError, match="loss_fn must be callable"):
+        Trainer(_Regression(), config, _regression_batch, loss_fn=3)
+    trainer = Trainer(_Regression(), config, _regression_batch,
+                      loss_fn=lambda m, b: m(b[0]) - b[1])
+    with pytest.raises(ValueError, match=r"loss_fn must return a scalar tensor, got \(16,\)"):
+        trainer.train()
+    with pytest.raises(TypeError, match="get_batch must return a tensor, or a tuple"):
+        Trainer(_Regression(), config, lambda split, g: "text").train()
