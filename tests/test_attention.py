@@ -12,6 +12,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from parity import assert_same_outputs_and_grads
 
 from minitx.attention import (
     AdditiveAttention,
@@ -108,14 +109,13 @@ def test_cross_attention_shapes_match_torch():
 def test_gradients_match_torch(masked):
     T = 5
     mask = combine_masks(padding_mask([5, 3], T), causal_mask(T)) if masked else None
-    q, k, v = qkv(2, 2, T, T, 4, 3, requires_grad=True)
-    g = torch.randn(2, 2, T, 3, dtype=DT)
-    ours, _ = scaled_dot_product_attention(q, k, v, mask)
-    grads = torch.autograd.grad((ours * g).sum(), (q, k, v))
-    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    expected = torch.autograd.grad((theirs * g).sum(), (q, k, v))
-    for a, b in zip(grads, expected, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    assert_same_outputs_and_grads(
+        lambda q, k, v: scaled_dot_product_attention(q, k, v, mask)[0],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+        qkv(2, 2, T, T, 4, 3, requires_grad=True),
+        rtol=1e-10,
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("masked", [False, True])

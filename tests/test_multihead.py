@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from parity import assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
 from minitx.attention import MultiHeadAttention
@@ -47,44 +48,35 @@ def _masks(kind: str, B: int, T: int, seed: int):
     raise AssertionError(kind)
 
 
-def _grads(module: nn.Module) -> list[torch.Tensor]:
-    return [p.grad.clone() for p in module.parameters()]
-
-
+PARAM_NAMES = {
+    "in_proj.weight": "in_proj_weight",
+    "in_proj.bias": "in_proj_bias",
+    "out_proj.weight": "out_proj.weight",
+    "out_proj.bias": "out_proj.bias",
+}
 MASK_KINDS = ["none", "causal", "causal_explicit", "padding", "combined", "padding_and_is_causal"]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("kind", MASK_KINDS)
 @pytest.mark.parametrize("need_weights", [False, True])
-def test_from_torch_matches_forward_and_gradients(shape, kind, need_weights):
+@pytest.mark.parametrize("seed", [0, 1])
+def test_from_torch_matches_forward_and_gradients(shape, kind, need_weights, seed):
     B, T, d, h = shape
-    for seed in range(2):
-        theirs, ours = _pair(d, h, seed)
-        x = torch.randn(B, T, d, dtype=torch.float64, requires_grad=True)
-        mask, is_causal, attn_mask, kpm, t_causal = _masks(kind, B, T, seed)
-        y_ours, w_ours = ours(x, mask=mask, need_weights=need_weights, is_causal=is_causal)
-        y_theirs, w_theirs = theirs(
+    theirs, ours = _pair(d, h, seed)
+    x = torch.randn(B, T, d, dtype=torch.float64, requires_grad=True)
+    mask, is_causal, attn_mask, kpm, t_causal = _masks(kind, B, T, seed)
+    (_, w_ours), _ = assert_same_outputs_and_grads(
+        lambda x: ours(x, mask=mask, need_weights=need_weights, is_causal=is_causal),
+        lambda x: theirs(
             x, x, x, attn_mask=attn_mask, key_padding_mask=kpm, is_causal=t_causal,
             need_weights=need_weights, average_attn_weights=False,
-        )
-        torch.testing.assert_close(y_ours, y_theirs, **TOL)
-        if need_weights:
-            torch.testing.assert_close(w_ours, w_theirs, **TOL)
-        else:
-            assert w_ours is None
-        gy = torch.randn_like(y_ours)
-        (gx_ours,) = torch.autograd.grad(y_ours, x, gy, retain_graph=True)
-        (gx_theirs,) = torch.autograd.grad(y_theirs, x, gy, retain_graph=True)
-        torch.testing.assert_close(gx_ours, gx_theirs, **TOL)
-        (y_ours * gy).sum().backward()
-        (y_theirs * gy).sum().backward()
-        g_ours = [ours.in_proj.weight.grad, ours.in_proj.bias.grad,
-                  ours.out_proj.weight.grad, ours.out_proj.bias.grad]
-        g_theirs = [theirs.in_proj_weight.grad, theirs.in_proj_bias.grad,
-                    theirs.out_proj.weight.grad, theirs.out_proj.bias.grad]
-        for a, b in zip(g_ours, g_theirs, strict=True):
-            torch.testing.assert_close(a, b, **TOL)
+        ),
+        [x],
+        matched_parameters(ours, theirs, PARAM_NAMES),
+        **TOL,
+    )
+    assert need_weights or w_ours is None
 
 
 @pytest.mark.parametrize("kind", ["none", "padding"])

@@ -1,20 +1,47 @@
-"""minitx.presets: the named recipes, and the gpu recipe run for a few steps on the CPU."""
+"""minitx.presets: the named recipes, and the gpu recipe run for a few steps on the CPU.
+
+No test here copies a number from minitx/presets.py: they check what follows from the
+recipes (the documentation states them, the models have the sizes their configs imply,
+overrides change only what they name, training follows the schedule) and the errors.
+"""
 
 from __future__ import annotations
 
+import copy
 import math
+import re
 
 import pytest
 import torch
 
+import minitx.presets
 from minitx.batches import BlockBatches
 from minitx.gpt import GPT
 from minitx.presets import PRESETS, Preset, auto_preset_name, get_preset, preset_names
-from minitx.trainer import Trainer
+from minitx.trainer import Trainer, plan_runtime
+
+# A phrase of the documentation -> the config fields its numbers must equal.
+SIZE = r"(\d+) layers x (\d+) wide"
+DOCUMENTED = {
+    SIZE: ("n_layer", "n_embd"),
+    r"(\d+) heads": ("n_head",),
+    r"block (\d+)": ("block_size",),
+    r"dropout ([\d.]+)": ("dropout",),
+    r"batch (\d+)": ("batch_size",),
+    r"(\d+) steps": ("max_steps",),
+    r"lr ([\d.e-]+) -> ([\d.e-]+)": ("learning_rate", "min_lr"),
+    r"warmup (\d+)": ("warmup_steps",),
+}
+
+
+def _setting(p: Preset, key: str):
+    return p.model[key] if key in p.model else getattr(p.train, key)
 
 
 def test_names_and_auto_choice():
-    assert preset_names() == ["tiny", "cpu", "gpu"]
+    assert preset_names() == list(PRESETS)
+    for name in preset_names():
+        assert get_preset(name).name == name
     assert auto_preset_name(cuda_available=True) == "gpu"
     assert auto_preset_name(cuda_available=False) == "cpu"
     expected = "gpu" if torch.cuda.is_available() else "cpu"
@@ -22,44 +49,65 @@ def test_names_and_auto_choice():
 
 
 def test_unknown_preset_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown preset 'laptop'.*tiny, cpu, gpu"):
+    known = re.escape(", ".join(preset_names()))
+    with pytest.raises(ValueError, match=rf"unknown preset 'laptop'.*{known}"):
         get_preset("laptop")
     with pytest.raises(TypeError):
         get_preset(3)
 
 
-def test_get_preset_returns_a_copy():
-    p = get_preset("cpu")
+@pytest.mark.parametrize("name", preset_names())
+def test_get_preset_returns_a_copy(name):
+    before = copy.deepcopy(PRESETS[name])
+    p = get_preset(name)
     p.model["n_layer"] = 99
     p.train.max_steps = 1
-    assert PRESETS["cpu"].model["n_layer"] == 4
-    assert PRESETS["cpu"].train.max_steps == 2000
+    assert PRESETS[name] == before
 
 
-def test_gpu_preset_is_the_baby_gpt():
-    p = get_preset("gpu")
-    assert p.model == {
-        "block_size": 256,
-        "n_layer": 6,
-        "n_head": 6,
-        "n_embd": 384,
-        "dropout": 0.2,
-        "bias": False,
-    }
-    t = p.train
-    assert (t.learning_rate, t.batch_size, t.max_steps) == (1e-3, 64, 5000)
-    assert t.device == "auto" and t.dtype == "auto" and t.compile is None  # bf16 + compile on CUDA
-    assert p.tokens_per_step == 64 * 256
+@pytest.mark.parametrize("name", preset_names())
+def test_the_documentation_states_each_recipe(name):
+    """Every number the description (and the module docstring's line) gives is the config's."""
+    p = get_preset(name)
+    doc_line = next(
+        line for line in minitx.presets.__doc__.splitlines() if line.split()[:1] == [name]
+    )
+    assert re.search(SIZE, p.description), p.description  # every preset states its size
+    for text in (p.description, doc_line):
+        for pattern, keys in DOCUMENTED.items():
+            for found in re.finditer(pattern, text):
+                for key, value in zip(keys, found.groups(), strict=True):
+                    assert _setting(p, key) == float(value), (name, key, text)
+    assert "no biases" not in p.description or not p.model["bias"]
+
+
+def test_tokens_per_step_is_batch_times_block():
+    p = get_preset("cpu").with_overrides(model={"block_size": 10}, train={"batch_size": 3})
+    assert p.tokens_per_step == 30
+
+
+def test_gpu_recipe_autocasts_to_bf16_and_compiles_on_cuda_only():
+    train = get_preset("gpu").train
+    cuda = plan_runtime(train, cuda_available=True, bf16_supported=True, cpus=2)
+    assert (cuda.device.type, cuda.dtype, cuda.compile) == ("cuda", torch.bfloat16, True)
+    cpu = plan_runtime(train, cuda_available=False, mps_available=False, cpus=2)
+    assert (cpu.device.type, cpu.dtype, cpu.compile) == ("cpu", torch.float32, False)
 
 
 def test_every_preset_builds_its_model():
     sizes = {}
     for name in preset_names():
-        model = GPT(get_preset(name).gpt_config(65))
+        p = get_preset(name)
+        m = p.model
+        model = GPT(p.gpt_config(65))
         sizes[name] = model.num_parameters()
+        # GPT-2 layout, tied head: per block 12 C^2 in the matrices, two LayerNorms (and
+        # 11 C of biases with bias=True); embeddings; a final LayerNorm
+        C, L, T, bias = m["n_embd"], m["n_layer"], m["block_size"], m["bias"]
+        per_block = 12 * C * C + 2 * C + (11 * C if bias else 0)
+        assert sizes[name] == 65 * C + T * C + L * per_block + (2 * C if bias else C), name
     assert sizes["tiny"] < sizes["cpu"] < sizes["gpu"]
-    # GPT-2 layout, tied head: 12 L C^2 in the blocks plus embeddings and norms
-    assert 10.6e6 < sizes["gpu"] < 10.9e6
+    assert 10.6e6 < sizes["gpu"] < 10.9e6  # nanoGPT's baby GPT: 10.65M
 
 
 def test_full_size_gpu_model_runs_forward_on_cpu():
@@ -72,12 +120,16 @@ def test_full_size_gpu_model_runs_forward_on_cpu():
 
 
 def test_gpu_recipe_trains_a_few_steps_on_cpu_at_reduced_size():
-    p = get_preset("gpu").with_overrides(
-        model={"n_layer": 2, "n_embd": 48, "block_size": 32},  # 6 heads of 8
-        train={"max_steps": 4, "batch_size": 4, "eval_interval": 2, "eval_steps": 1},
-    )
-    assert p.model["dropout"] == 0.2 and p.model["n_head"] == 6  # the rest is the gpu recipe
-    assert p.train.learning_rate == 1e-3 and p.train.warmup_steps == 100
+    base = get_preset("gpu")
+    model_changes = {"n_layer": 2, "n_embd": 48, "block_size": 32}  # 6 heads of 8
+    train_changes = {"max_steps": 4, "batch_size": 4, "eval_interval": 2, "eval_steps": 1}
+    p = base.with_overrides(model=model_changes, train=train_changes)
+    # the rest is the gpu recipe: undoing the changes gives it back
+    assert p.with_overrides(
+        model={k: base.model[k] for k in model_changes},
+        train={k: getattr(base.train, k) for k in train_changes},
+    ) == base
+    assert p.train.warmup_steps > p.train.max_steps  # the run below stays in the warmup
     torch.manual_seed(0)
     data = torch.randint(65, (5000,))
     model = GPT(p.gpt_config(65))
@@ -89,8 +141,8 @@ def test_gpu_recipe_trains_a_few_steps_on_cpu_at_reduced_size():
     assert trainer.step == 4
     assert history["eval_step"] == [0, 2, 4]
     assert all(math.isfinite(v) for v in history["train_loss"] + history["val_loss"])
-    # a run shorter than the 100-step warmup stays in the warmup
-    assert history["lr"][-1] == pytest.approx(1e-3 * 4 / 100)
+    # a run shorter than the warmup ends at 4 / warmup_steps of the peak learning rate
+    assert history["lr"][-1] == pytest.approx(cfg.learning_rate * 4 / cfg.warmup_steps)
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from parity import assert_same_outputs, assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
 from minitx.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -27,11 +28,6 @@ def _initial_state(ours_cls, B, H, seed):
     return h0
 
 
-def _flat(out):
-    y, state = out
-    return [y, *state] if isinstance(state, tuple) else [y, state]
-
-
 @pytest.mark.parametrize("ours_cls, torch_cls", PAIRS, ids=["rnn", "lstm", "gru"])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("seed", [0, 1])
@@ -42,22 +38,16 @@ def test_forward_and_gradients_match_torch(ours_cls, torch_cls, shape, seed, wit
     x = torch.randn(B, T, C, dtype=torch.float64, requires_grad=True)
     state = _initial_state(ours_cls, B, H, seed) if with_state else None
 
-    got, want = _flat(ours(x, state)), _flat(ref(x, state))
-    assert [g.shape for g in got] == [w.shape for w in want]
+    # One upstream gradient through output and state: input and every parameter gradient agree.
+    names = {f"cell.{n}": f"{n}_l0" for n, _ in ours.cell.named_parameters()}
+    got, _ = assert_same_outputs_and_grads(
+        lambda x: ours(x, state),
+        lambda x: ref(x, state),
+        [x],
+        matched_parameters(ours, ref, names),
+        **TOL,
+    )
     assert got[1].shape == (1, B, H)
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, **TOL)
-
-    # Same upstream gradient through both: input and every parameter gradient must agree.
-    weights = [torch.randn_like(w) for w in want]
-    loss_ours = sum((g * r).sum() for g, r in zip(got, weights, strict=True))
-    loss_ref = sum((w * r).sum() for w, r in zip(want, weights, strict=True))
-    params = list(ours.cell.parameters())
-    ref_params = [getattr(ref, f"{n}_l0") for n, _ in ours.cell.named_parameters()]
-    g_ours = torch.autograd.grad(loss_ours, [x, *params])
-    g_ref = torch.autograd.grad(loss_ref, [x, *ref_params])
-    for a, b in zip(g_ours, g_ref, strict=True):
-        torch.testing.assert_close(a, b, **TOL)
 
 
 @pytest.mark.parametrize("ours_cls, torch_cls", PAIRS, ids=["rnn", "lstm", "gru"])
@@ -65,16 +55,14 @@ def test_without_bias_matches_torch(ours_cls, torch_cls):
     ours, ref = _pair(ours_cls, torch_cls, 3, 4, seed=5, bias=False)
     assert ours.cell.bias_ih is None and len(list(ours.parameters())) == 2
     x = torch.randn(2, 6, 3, dtype=torch.float64)
-    for g, w in zip(_flat(ours(x)), _flat(ref(x)), strict=True):
-        torch.testing.assert_close(g, w, **TOL)
+    assert_same_outputs(ours(x), ref(x), **TOL)
 
 
 def test_relu_rnn_matches_torch():
     ours, ref = _pair(RNN, nn.RNN, 3, 4, seed=2, nonlinearity="relu")
     assert ours.cell.nonlinearity == "relu"
     x = torch.randn(2, 6, 3, dtype=torch.float64)
-    for g, w in zip(_flat(ours(x)), _flat(ref(x)), strict=True):
-        torch.testing.assert_close(g, w, **TOL)
+    assert_same_outputs(ours(x), ref(x), **TOL)
 
 
 def test_float32_copy_keeps_dtype_and_matches():
@@ -99,8 +87,7 @@ def test_cells_match_torch_cells(cell_cls, torch_cell):
     x, h = torch.randn(4, 3, dtype=torch.float64), torch.randn(4, 5, dtype=torch.float64)
     if cell_cls is LSTMCell:
         c = torch.randn(4, 5, dtype=torch.float64)
-        for g, w in zip(ours(x, (h, c)), ref(x, (h, c)), strict=True):
-            torch.testing.assert_close(g, w, **TOL)
+        assert_same_outputs(ours(x, (h, c)), ref(x, (h, c)), **TOL)
     else:
         torch.testing.assert_close(ours(x, h), ref(x, h), **TOL)
         torch.testing.assert_close(ours(x), ref(x), **TOL)

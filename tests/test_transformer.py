@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from parity import assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
 from minitx.masks import causal_mask, combine_masks, padding_mask
@@ -29,14 +30,6 @@ def _randomise(module: nn.Module, seed: int) -> None:
     with torch.no_grad():
         for p in module.parameters():
             p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.5)
-
-
-def _assert_grads_match(ours: nn.Module, theirs: nn.Module, names: dict[str, str]) -> None:
-    ours_p, theirs_p = dict(ours.named_parameters()), dict(theirs.named_parameters())
-    assert set(names) == set(ours_p), "every parameter of ours must be compared"
-    assert set(names.values()) == set(theirs_p), "every parameter of theirs must be compared"
-    for mine, their in names.items():
-        torch.testing.assert_close(ours_p[mine].grad, theirs_p[their].grad, **TOL)
 
 
 # ----------------------------------------------------------------------------- positions
@@ -84,24 +77,16 @@ def test_learned_positions():
 @pytest.mark.parametrize("shape", [(5, 8), (2, 3, 16), (4, 1, 2, 7), (1, 1)])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("fused", [False, True])
-def test_layernorm_matches_torch(shape, bias, fused):
-    for seed in range(3):
-        torch.manual_seed(seed)
-        theirs = nn.LayerNorm(shape[-1], eps=1e-5, bias=bias, dtype=F64)
-        _randomise(theirs, seed)
-        ours = LayerNorm.from_torch(theirs, fused=fused)
-        assert ours.fused is fused and (ours.bias is None) == (not bias)
-        x = (torch.randn(shape, dtype=F64) * 3 + 2).requires_grad_()
-        y_ours, y_theirs = ours(x), theirs(x)
-        torch.testing.assert_close(y_ours, y_theirs, **TOL)
-        gy = torch.randn_like(y_ours)
-        (g_ours,) = torch.autograd.grad(y_ours, x, gy, retain_graph=True)
-        (g_theirs,) = torch.autograd.grad(y_theirs, x, gy, retain_graph=True)
-        torch.testing.assert_close(g_ours, g_theirs, **TOL)
-        (y_ours * gy).sum().backward()
-        (y_theirs * gy).sum().backward()
-        names = {"weight": "weight", "bias": "bias"} if bias else {"weight": "weight"}
-        _assert_grads_match(ours, theirs, names)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_layernorm_matches_torch(shape, bias, fused, seed):
+    torch.manual_seed(seed)
+    theirs = nn.LayerNorm(shape[-1], eps=1e-5, bias=bias, dtype=F64)
+    _randomise(theirs, seed)
+    ours = LayerNorm.from_torch(theirs, fused=fused)
+    assert ours.fused is fused and (ours.bias is None) == (not bias)
+    x = (torch.randn(shape, dtype=F64) * 3 + 2).requires_grad_()
+    names = {"weight": "weight", "bias": "bias"} if bias else {"weight": "weight"}
+    assert_same_outputs_and_grads(ours, theirs, [x], matched_parameters(ours, theirs, names), **TOL)
 
 
 def test_layernorm_output_has_zero_mean_unit_variance():
@@ -214,23 +199,19 @@ def _block_masks(kind: str, B: int, T: int, seed: int):
     "kind", ["none", "causal", "causal_as_mask", "padding", "padding_and_causal", "combined_mask"]
 )
 @pytest.mark.parametrize("shape", [(2, 5, 8, 2, 16), (3, 7, 12, 3, 20), (1, 1, 4, 1, 4)])
-def test_block_matches_torch_encoder_layer(norm_first, activation, kind, shape):
+@pytest.mark.parametrize("seed", [0, 1])
+def test_block_matches_torch_encoder_layer(norm_first, activation, kind, shape, seed):
     B, T, d, h, d_ff = shape
-    for seed in range(2):
-        mask, causal, src_mask, kpm, is_causal = _block_masks(kind, B, T, seed)
-        theirs, ours = _encoder_pair(d, h, d_ff, activation, norm_first, seed, causal=causal)
-        assert ours.norm_first is norm_first and ours.ffn.activation == activation
-        x = torch.randn(B, T, d, dtype=F64, requires_grad=True)
-        y_ours = ours(x, mask=mask)
-        y_theirs = theirs(x, src_mask=src_mask, src_key_padding_mask=kpm, is_causal=is_causal)
-        torch.testing.assert_close(y_ours, y_theirs, **TOL)
-        gy = torch.randn_like(y_ours)
-        (gx_ours,) = torch.autograd.grad(y_ours, x, gy, retain_graph=True)
-        (gx_theirs,) = torch.autograd.grad(y_theirs, x, gy, retain_graph=True)
-        torch.testing.assert_close(gx_ours, gx_theirs, **TOL)
-        (y_ours * gy).sum().backward()
-        (y_theirs * gy).sum().backward()
-        _assert_grads_match(ours, theirs, BLOCK_NAMES)
+    mask, causal, src_mask, kpm, is_causal = _block_masks(kind, B, T, seed)
+    theirs, ours = _encoder_pair(d, h, d_ff, activation, norm_first, seed, causal=causal)
+    assert ours.norm_first is norm_first and ours.ffn.activation == activation
+    assert_same_outputs_and_grads(
+        lambda x: ours(x, mask=mask),
+        lambda x: theirs(x, src_mask=src_mask, src_key_padding_mask=kpm, is_causal=is_causal),
+        [torch.randn(B, T, d, dtype=F64, requires_grad=True)],
+        matched_parameters(ours, theirs, BLOCK_NAMES),
+        **TOL,
+    )
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -335,38 +316,34 @@ DECODER_NAMES = {
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("masks", ["causal", "causal+padding"])
 @pytest.mark.parametrize("shape", [(2, 5, 6, 8, 2, 16), (3, 4, 9, 12, 3, 24)])
-def test_decoder_block_matches_torch(norm_first, activation, masks, shape):
+@pytest.mark.parametrize("seed", [0, 1])
+def test_decoder_block_matches_torch(norm_first, activation, masks, shape, seed):
     B, T, S, d, h, d_ff = shape
-    for seed in range(2):
-        torch.manual_seed(seed)
-        theirs = nn.TransformerDecoderLayer(
-            d, h, d_ff, dropout=0.0, activation=activation, batch_first=True,
-            norm_first=norm_first, dtype=F64,
-        )
-        _randomise(theirs, seed)
-        ours = DecoderBlock.from_torch(theirs)
-        x = torch.randn(B, T, d, dtype=F64, requires_grad=True)
-        memory = torch.randn(B, S, d, dtype=F64, requires_grad=True)
-        tgt_pad = mem_pad = None
-        if masks == "causal+padding":
-            g = torch.Generator().manual_seed(seed)
-            tgt_pad = padding_mask(torch.randint(1, T + 1, (B,), generator=g).tolist(), T)
-            mem_pad = padding_mask(torch.randint(1, S + 1, (B,), generator=g).tolist(), S)
-        y_ours = ours(x, memory, mask=tgt_pad, memory_mask=mem_pad)
-        y_theirs = theirs(
+    torch.manual_seed(seed)
+    theirs = nn.TransformerDecoderLayer(
+        d, h, d_ff, dropout=0.0, activation=activation, batch_first=True,
+        norm_first=norm_first, dtype=F64,
+    )
+    _randomise(theirs, seed)
+    ours = DecoderBlock.from_torch(theirs)
+    x = torch.randn(B, T, d, dtype=F64, requires_grad=True)
+    memory = torch.randn(B, S, d, dtype=F64, requires_grad=True)
+    tgt_pad = mem_pad = None
+    if masks == "causal+padding":
+        g = torch.Generator().manual_seed(seed)
+        tgt_pad = padding_mask(torch.randint(1, T + 1, (B,), generator=g).tolist(), T)
+        mem_pad = padding_mask(torch.randint(1, S + 1, (B,), generator=g).tolist(), S)
+    assert_same_outputs_and_grads(
+        lambda x, memory: ours(x, memory, mask=tgt_pad, memory_mask=mem_pad),
+        lambda x, memory: theirs(
             x, memory, tgt_mask=~causal_mask(T), tgt_is_causal=True,
             tgt_key_padding_mask=None if tgt_pad is None else ~tgt_pad[:, 0, 0, :],
             memory_key_padding_mask=None if mem_pad is None else ~mem_pad[:, 0, 0, :],
-        )
-        torch.testing.assert_close(y_ours, y_theirs, **TOL)
-        gy = torch.randn_like(y_ours)
-        g_ours = torch.autograd.grad(y_ours, (x, memory), gy, retain_graph=True)
-        g_theirs = torch.autograd.grad(y_theirs, (x, memory), gy, retain_graph=True)
-        for a, b in zip(g_ours, g_theirs, strict=True):
-            torch.testing.assert_close(a, b, **TOL)
-        (y_ours * gy).sum().backward()
-        (y_theirs * gy).sum().backward()
-        _assert_grads_match(ours, theirs, DECODER_NAMES)
+        ),
+        [x, memory],
+        matched_parameters(ours, theirs, DECODER_NAMES),
+        **TOL,
+    )
 
 
 def test_decoder_block_weights_and_causality():
