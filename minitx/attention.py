@@ -190,6 +190,9 @@ class MultiHeadAttention(nn.Module):
     Returns ``(out, weights)``: out (B, T_q, d_model); weights (B, h, T_q, T_k) when
     ``need_weights`` else None. Without weights it takes PyTorch's fused kernel
     (``F.scaled_dot_product_attention``), which computes the same thing faster.
+
+    ``forward_cached(x, past)`` is causal self-attention for generation with a KV cache:
+    the new positions attend to the keys and values kept from earlier steps.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
@@ -263,6 +266,64 @@ class MultiHeadAttention(nn.Module):
             weights = None
         y = y.transpose(1, 2).contiguous().view(B, T_q, self.d_model)  # (B, T_q, d_model)
         return self.out_proj(y), (weights if need_weights else None)
+
+    def forward_cached(
+        self, x: Tensor, past: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Causal self-attention of new positions over cached keys/values (a KV cache).
+
+        ``x`` (B, T, d_model) holds the T new positions; ``past`` is ``(k, v)``, each
+        (B, h, P, d_head), the keys and values of the P positions before them, or None
+        when there are none. Each new query attends to all P past keys and, causally,
+        to the new ones. Returns ``(out, (k, v))``: out (B, T, d_model) and the keys and
+        values of all P + T positions, each (B, h, P + T, d_head), to pass as ``past``
+        next time. With ``past=None`` this computes ``forward(x, is_causal=True)``.
+        """
+        if not isinstance(x, Tensor) or x.dim() != 3 or x.size(-1) != self.d_model:
+            got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"x must be (B, T, d_model={self.d_model}), got {got}")
+        B, T, C = x.size()
+        q, k, v = self.in_proj(x).split(self.d_model, dim=-1)
+        q = q.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d_head)
+        k = k.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d_head)
+        v = v.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d_head)
+        if past is not None:
+            self._check_past(past, B, x)
+            k = torch.cat([past[0], k], dim=2)  # (B, h, P + T, d_head)
+            v = torch.cat([past[1], v], dim=2)  # (B, h, P + T, d_head)
+        P = k.size(2) - T
+        dropout_p = self.dropout if self.training else 0.0
+        if P == 0:  # nothing cached: exactly the causal forward
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
+        elif T == 1:  # the newest position may attend to every cached one: no mask
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
+        else:
+            # New query i sits at position P + i: it sees keys 0 .. P + i.
+            mask = torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(diagonal=P)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, d_model)
+        return self.out_proj(y), (k, v)
+
+    def _check_past(self, past: tuple[Tensor, Tensor], B: int, x: Tensor) -> None:
+        ok = (
+            isinstance(past, (tuple, list))
+            and len(past) == 2
+            and all(isinstance(t, Tensor) for t in past)
+        )
+        if not ok:
+            raise ValueError(f"past must be a (k, v) pair of tensors, got {type(past).__name__}")
+        k, v = past
+        expected = (B, self.n_heads, k.size(2) if k.dim() == 4 else "P", self.d_head)
+        if k.dim() != 4 or tuple(k.shape) != expected or v.shape != k.shape:
+            raise ValueError(
+                f"past keys and values must both be (B, h, P, d_head) = {expected}, got "
+                f"k {tuple(k.shape)} and v {tuple(v.shape)}"
+            )
+        if k.dtype != x.dtype or k.device != x.device:
+            raise ValueError(
+                f"past must have the dtype and device of x ({x.dtype}, {x.device}), got "
+                f"{k.dtype} on {k.device}"
+            )
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:

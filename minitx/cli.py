@@ -3,6 +3,7 @@
     minitx train  --preset cpu [--out runs/cpu] [--max-steps N] [--resume]
     minitx sample --checkpoint runs/cpu/ckpt.pt --prompt "ROMEO:" [--temperature 0.8]
                   [--top-k 40] [--top-p 0.9] [--greedy] [--num-tokens 300] [--seed 0]
+                  [--no-cache]
     minitx export --checkpoint runs/cpu/ckpt.pt --out data/minigpt_shakespeare.pt
 
 Mistakes in the input (an unknown preset, a prompt with characters the model never saw,
@@ -104,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=0, metavar="S", help="sampling seed (default 0)"
     )
     sample.add_argument("--device", default="cpu", help="cpu (default), cuda or mps")
+    sample.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="recompute the whole context for every token instead of keeping a KV cache "
+        "(slower; the same text)",
+    )
 
     export = sub.add_parser(
         "export",
@@ -327,6 +334,7 @@ def _sample(args: argparse.Namespace) -> int:
         top_p=args.top_p,
         greedy=args.greedy,
         generator=generator,
+        use_cache=not args.no_cache,
     )
     continuation = tokenizer.decode(out[0, len(ids) :])
     sys.stdout.write(args.prompt + continuation + "\n")

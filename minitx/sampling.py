@@ -179,6 +179,8 @@ def beam_search(
     max_new_tokens: int,
     beam_width: int = 4,
     block_size: int | None = None,
+    *,
+    reorder: Callable[[Tensor], None] | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Beam search: keep the ``beam_width`` most likely continuations at every step.
 
@@ -186,6 +188,10 @@ def beam_search(
     the next token. ``idx`` (B, T) is the prompt; contexts are cropped to the last
     ``block_size`` tokens when given. There is no end-of-sequence token, so every
     beam has the same length and no length penalty is needed.
+
+    ``reorder``, if given, is called after each step with ``rows`` (B * beam_width,)
+    long: new beam i continues old beam ``rows[i]``. A ``next_logits`` that keeps state
+    per beam (a KV cache) uses it to follow the beams.
 
     Returns ``(sequences (B, T + max_new_tokens), scores (B,))``: the best beam of
     each prompt and its summed log-probability. ``beam_width=1`` is greedy decoding.
@@ -211,6 +217,8 @@ def beam_search(
         scores, parent, token = beam_step(log_probs, scores, W)  # (B, W) each
         rows = (torch.arange(B, device=idx.device)[:, None] * W + parent).view(-1)  # (B*W,)
         beams = torch.cat([beams[rows], token.view(-1, 1)], dim=1)  # (B*W, T+1)
+        if reorder is not None:
+            reorder(rows)
     best = scores.argmax(dim=-1)  # (B,)
     sequences = beams.view(B, W, -1)[torch.arange(B, device=idx.device), best]
     return sequences, scores[torch.arange(B, device=idx.device), best]

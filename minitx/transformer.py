@@ -239,6 +239,9 @@ class TransformerBlock(nn.Module):
 
     Dropout (``dropout``) acts where ``nn.TransformerEncoderLayer`` puts it: on the
     attention weights, inside the feed-forward, and on both residual branches.
+
+    ``forward_cached(x, past)`` is the same computation for generation with a KV cache
+    (causal blocks only): it takes and returns the keys and values of earlier positions.
     """
 
     def __init__(
@@ -283,6 +286,34 @@ class TransformerBlock(nn.Module):
             x = self.norm1(x + a)
             x = self.norm2(x + self.dropout2(self.ffn(x)))
         return (x, w) if need_weights else x
+
+    def forward_cached(
+        self, x: Tensor, past: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """The causal forward of new positions, with the keys/values of earlier ones cached.
+
+        ``x`` (B, T, d_model) holds the T new positions; ``past`` is ``(k, v)``, each
+        (B, n_heads, P, d_head), returned by the previous call (None at the start).
+        Returns ``(x, (k, v))``: x (B, T, d_model), and k, v (B, n_heads, P + T, d_head)
+        for the next call. Feeding a sequence in pieces gives the same x as ``forward``
+        on the whole of it. Needs ``causal=True``: without the mask, earlier positions
+        would change with every new token and could not be cached.
+        """
+        _check_input(x, self.d_model)
+        if not self.causal:
+            raise ValueError(
+                "forward_cached needs a causal block (causal=True), got causal=False: "
+                "without the causal mask earlier positions depend on later tokens"
+            )
+        if self.norm_first:
+            a, present = self.attn.forward_cached(self.norm1(x), past)
+            x = x + self.dropout1(a)
+            x = x + self.dropout2(self.ffn(self.norm2(x)))
+        else:
+            a, present = self.attn.forward_cached(x, past)
+            x = self.norm1(x + self.dropout1(a))
+            x = self.norm2(x + self.dropout2(self.ffn(x)))
+        return x, present
 
     @classmethod
     def from_torch(

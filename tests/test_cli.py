@@ -253,3 +253,25 @@ def test_subprocess_exit_status_and_stderr(tmp_path):
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert_one_line_error(proc.returncode, proc.stderr, "not a PyTorch checkpoint", str(bad))
+
+
+# ---------------------------------------------------------------- sample: KV cache
+def test_sample_uses_the_kv_cache_unless_no_cache(ckpt_path, capsys, monkeypatch):
+    seen = []
+    real = GPT.generate
+
+    def spy(self, *args, **kwargs):
+        seen.append(kwargs.get("use_cache"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GPT, "generate", spy)
+    base = ["sample", "--checkpoint", str(ckpt_path), "--prompt", "To be", "--num-tokens", "40"]
+    for extra in (["--seed", "3"], ["--greedy"], ["--top-k", "5", "--top-p", "0.9"]):
+        code, cached, err = run([*base, *extra], capsys)
+        assert code == 0 and err == ""
+        code, full, err = run([*base, *extra, "--no-cache"], capsys)
+        assert code == 0 and err == ""
+        assert cached == full  # same text, past the window (BLOCK) too
+    assert seen == [True, False] * 3
+    code, out, _ = run(["sample", "--help"], capsys)
+    assert code == 0 and "--no-cache" in out
