@@ -135,7 +135,7 @@ def _train(args: argparse.Namespace) -> int:
     from minitx.gpt import GPT, GPTConfig
     from minitx.presets import get_preset
     from minitx.tokenizer import CharTokenizer
-    from minitx.trainer import TrainConfig, Trainer, count_parameters, plan_runtime
+    from minitx.trainer import TrainConfig, Trainer, count_parameters, runtime_for
 
     try:
         preset = get_preset(args.preset)
@@ -176,7 +176,7 @@ def _train(args: argparse.Namespace) -> int:
             raise UsageError("--seed cannot change a resumed run (it keeps its own RNG states)")
         overrides["seed"] = args.seed
     config = TrainConfig.from_dict({**config.to_dict(), **overrides})
-    runtime = plan_runtime(config)
+    runtime = runtime_for(config)
 
     text = load_text(CORPUS, download=not args.no_download)
     tokenizer = CharTokenizer.from_text(text)
@@ -298,7 +298,7 @@ def _sample(args: argparse.Namespace) -> int:
     import torch
 
     from minitx.checkpoint import load_gpt
-    from minitx.trainer import select_device
+    from minitx.runtime import select_device
 
     device = select_device(args.device)
     model, tokenizer, _ = load_gpt(args.checkpoint, device)

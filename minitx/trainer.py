@@ -28,9 +28,7 @@ the process may use).
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import signal
 import sys
 import threading
@@ -42,13 +40,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from minitx.runtime import DTYPES, Runtime, activated, autocast, plan_runtime
+
 Batch = Any  # whatever get_batch returns; (x, y) for a language model
 BatchFn = Callable[[str, torch.Generator], Batch]
 LossFn = Callable[[nn.Module, Batch], Tensor]
 Callback = Callable[["Trainer"], None]
 
 EVENTS = ("on_step_end", "on_eval_end", "on_interrupt", "on_train_end")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 HISTORY_KEYS = (
     "step",  # logged every log_interval steps
     "train_loss",  # mean training loss over the steps since the previous log
@@ -194,123 +193,12 @@ class TrainConfig:
         return cls(**d)
 
 
-# ---------------------------------------------------------------- device and runtime
-@dataclass(frozen=True)
-class Runtime:
-    """How training will run on the chosen device (decided by ``plan_runtime``)."""
-
-    device: torch.device
-    dtype: torch.dtype  # autocast dtype; float32 means no autocast
-    compile: bool
-    fused_adamw: bool
-    tf32: bool
-    num_threads: int  # CPU threads torch uses for intra-op parallelism
-
-
-def available_cpus() -> int:
-    """Number of CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
-
-
-def cpu_threads(env: dict[str, str] | None = None, cpus: int | None = None) -> int:
-    """Threads for CPU training: ``$OMP_NUM_THREADS`` when set (the user asked), else every
-    available core. On a machine shared with other busy processes one thread per process
-    can be several times faster than oversubscribed cores; set ``OMP_NUM_THREADS=1`` then.
-    """
-    env = os.environ if env is None else env
-    value = env.get("OMP_NUM_THREADS", "").strip()
-    if value:
-        try:
-            n = int(value)
-        except ValueError:
-            raise ValueError(f"OMP_NUM_THREADS must be a positive int, got {value!r}") from None
-        if n >= 1:
-            return n
-        raise ValueError(f"OMP_NUM_THREADS must be a positive int, got {value!r}")
-    return available_cpus() if cpus is None else cpus
-
-
-def select_device(
-    requested: str = "auto",
-    *,
-    cuda_available: bool | None = None,
-    mps_available: bool | None = None,
-) -> torch.device:
-    """'auto' -> CUDA if available, else mps if available, else CPU.
-
-    An explicit request for an absent backend is a ValueError. The availability flags
-    default to asking torch; tests pass them to exercise the logic on any machine.
-    """
-    if cuda_available is None:
-        cuda_available = torch.cuda.is_available()
-    if mps_available is None:
-        mps = getattr(torch.backends, "mps", None)
-        mps_available = bool(mps is not None and mps.is_available())
-    if requested == "auto":
-        if cuda_available:
-            return torch.device("cuda")
-        return torch.device("mps" if mps_available else "cpu")
-    device = torch.device(requested)
-    if device.type == "cuda" and not cuda_available:
-        raise ValueError(f"device {requested!r} was requested but CUDA is not available")
-    if device.type == "mps" and not mps_available:
-        raise ValueError(f"device {requested!r} was requested but Apple mps is not available")
-    return device
-
-
-def plan_runtime(
-    config: TrainConfig,
-    *,
-    cuda_available: bool | None = None,
-    mps_available: bool | None = None,
-    bf16_supported: bool | None = None,
-    cpus: int | None = None,
-) -> Runtime:
-    """Decide device, autocast dtype, compile, fused AdamW, TF32 and threads for ``config``.
-
-    CUDA: bf16 autocast (if the GPU supports it), fused AdamW, TF32, compile.
-    mps: float32, no compile. CPU: float32, no compile, every available core (or
-    ``$OMP_NUM_THREADS``, see ``cpu_threads``).
-    A pure function of its inputs: nothing is changed until ``apply_runtime``.
-    """
-    device = select_device(
-        config.device, cuda_available=cuda_available, mps_available=mps_available
-    )
-    is_cuda = device.type == "cuda"
-    if config.dtype == "auto":
-        if bf16_supported is None:
-            bf16_supported = is_cuda and torch.cuda.is_bf16_supported()
-        dtype = torch.bfloat16 if is_cuda and bf16_supported else torch.float32
-    else:
-        dtype = DTYPES[config.dtype]
-    compile_ = is_cuda if config.compile is None else bool(config.compile)
-    return Runtime(
-        device=device,
-        dtype=dtype,
-        compile=compile_,
-        fused_adamw=is_cuda,
-        tf32=is_cuda,
-        num_threads=config.threads or cpu_threads(cpus=cpus),
-    )
-
-
-def apply_runtime(runtime: Runtime) -> None:
-    """Switch on what ``runtime`` asks for (TF32 on CUDA; thread count on CPU)."""
-    if runtime.tf32:
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    if runtime.device.type == "cpu" and torch.get_num_threads() != runtime.num_threads:
-        torch.set_num_threads(runtime.num_threads)
-
-
-def autocast(runtime: Runtime) -> contextlib.AbstractContextManager:
-    """``torch.autocast`` for a reduced-precision runtime, else a no-op context."""
-    if runtime.dtype == torch.float32:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=runtime.device.type, dtype=runtime.dtype)
+# ---------------------------------------------------------------- runtime
+def runtime_for(config: TrainConfig, **availability: Any) -> Runtime:
+    """The :class:`minitx.runtime.Runtime` that ``config`` asks for (device, dtype,
+    compile, threads); ``availability`` passes ``cuda_available=`` etc. through, for tests."""
+    return plan_runtime(config.device, config.dtype, config.compile, config.threads,
+                        **availability)
 
 
 # ---------------------------------------------------------------- optimiser
@@ -410,8 +298,7 @@ class Trainer:
         if not callable(get_batch):
             raise TypeError(f"get_batch must be callable, got {type(get_batch).__name__}")
         self.config = config
-        self.runtime = plan_runtime(config) if runtime is None else runtime
-        apply_runtime(self.runtime)
+        self.runtime = runtime_for(config) if runtime is None else runtime
         self.model = model.to(self.runtime.device)
         self.optimizer = make_optimizer(self.model, config, fused=self.runtime.fused_adamw)
         # forward_model may be a compiled wrapper; self.model keeps clean state_dict keys.
@@ -460,17 +347,18 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()
         out = {}
-        try:
-            for split in splits:
-                gen = torch.Generator().manual_seed(self.config.seed + 1)
-                total = torch.zeros((), device=self.runtime.device)
-                for _ in range(self.config.eval_steps):
-                    batch = self.get_batch(split, gen)
-                    total += self._loss(batch).detach().float()
-                out[split] = total.item() / self.config.eval_steps
-        finally:
-            self.model.train(was_training)
-        return out
+        with activated(self.runtime), torch.no_grad():
+            try:
+                for split in splits:
+                    gen = torch.Generator().manual_seed(self.config.seed + 1)
+                    total = torch.zeros((), device=self.runtime.device)
+                    for _ in range(self.config.eval_steps):
+                        batch = self.get_batch(split, gen)
+                        total += self._loss(batch).detach().float()
+                    out[split] = total.item() / self.config.eval_steps
+            finally:
+                self.model.train(was_training)
+            return out
 
     def _eval_and_record(self) -> None:
         splits = ("train", "val") if self.config.eval_train else ("val",)
@@ -548,7 +436,7 @@ class Trainer:
         t_window, tokens_window = time.perf_counter(), 0
         t_last = t_window
         try:
-            with _DeferredInterrupt() as interrupt:
+            with activated(self.runtime), _DeferredInterrupt() as interrupt:
                 while self.step < max_steps:
                     loss, norm, n_tokens = self._train_step()
                     self._loss_sum = self._loss_sum + loss.float()  # no device sync here

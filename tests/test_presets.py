@@ -18,7 +18,7 @@ import minitx.presets
 from minitx.batches import BlockBatches
 from minitx.gpt import GPT
 from minitx.presets import PRESETS, Preset, auto_preset_name, get_preset, preset_names
-from minitx.trainer import Trainer, plan_runtime
+from minitx.trainer import Trainer, runtime_for
 
 # A phrase of the documentation -> the config fields its numbers must equal.
 SIZE = r"(\d+) layers x (\d+) wide"
@@ -88,9 +88,9 @@ def test_tokens_per_step_is_batch_times_block():
 
 def test_gpu_recipe_autocasts_to_bf16_and_compiles_on_cuda_only():
     train = get_preset("gpu").train
-    cuda = plan_runtime(train, cuda_available=True, bf16_supported=True, cpus=2)
+    cuda = runtime_for(train, cuda_available=True, bf16_supported=True, cpus=2)
     assert (cuda.device.type, cuda.dtype, cuda.compile) == ("cuda", torch.bfloat16, True)
-    cpu = plan_runtime(train, cuda_available=False, mps_available=False, cpus=2)
+    cpu = runtime_for(train, cuda_available=False, mps_available=False, cpus=2)
     assert (cpu.device.type, cpu.dtype, cpu.compile) == ("cpu", torch.float32, False)
 
 

@@ -15,14 +15,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from minitx.batches import BlockBatches
+from minitx.runtime import cpu_threads, select_device
 from minitx.trainer import (
     TrainConfig,
     Trainer,
-    cpu_threads,
     lr_at,
     param_groups,
-    plan_runtime,
-    select_device,
+    runtime_for,
 )
 
 V = 11
@@ -327,7 +326,7 @@ def test_explicit_device_must_exist():
 
 def test_runtime_plan_on_cuda_mps_and_cpu():
     cfg = TrainConfig(device="auto")
-    gpu = plan_runtime(cfg, cuda_available=True, mps_available=False, bf16_supported=True)
+    gpu = runtime_for(cfg, cuda_available=True, mps_available=False, bf16_supported=True)
     assert (gpu.device.type, gpu.dtype, gpu.compile, gpu.fused_adamw, gpu.tf32) == (
         "cuda",
         torch.bfloat16,
@@ -335,23 +334,23 @@ def test_runtime_plan_on_cuda_mps_and_cpu():
         True,
         True,
     )
-    old_gpu = plan_runtime(cfg, cuda_available=True, mps_available=False, bf16_supported=False)
+    old_gpu = runtime_for(cfg, cuda_available=True, mps_available=False, bf16_supported=False)
     assert old_gpu.dtype == torch.float32
-    mac = plan_runtime(cfg, cuda_available=False, mps_available=True)
+    mac = runtime_for(cfg, cuda_available=False, mps_available=True)
     assert (mac.device.type, mac.dtype, mac.compile, mac.fused_adamw) == (
         "mps",
         torch.float32,
         False,
         False,
     )
-    cpu = plan_runtime(cfg, cuda_available=False, mps_available=False, cpus=7)
+    cpu = runtime_for(cfg, cuda_available=False, mps_available=False, cpus=7)
     assert (cpu.device.type, cpu.dtype, cpu.compile, cpu.tf32) == (
         "cpu",
         torch.float32,
         False,
         False,
     )
-    no_compile = plan_runtime(
+    no_compile = runtime_for(
         TrainConfig(compile=False, dtype="float32"), cuda_available=True, mps_available=False
     )
     assert not no_compile.compile and no_compile.dtype == torch.float32
@@ -363,8 +362,8 @@ def test_cpu_threads_use_every_core_unless_the_user_says_otherwise(monkeypatch):
     with pytest.raises(ValueError, match="OMP_NUM_THREADS"):
         cpu_threads(env={"OMP_NUM_THREADS": "many"}, cpus=6)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    assert plan_runtime(TrainConfig(device="cpu"), cpus=3).num_threads == 3
-    assert plan_runtime(TrainConfig(device="cpu", threads=1), cpus=3).num_threads == 1
+    assert runtime_for(TrainConfig(device="cpu"), cpus=3).num_threads == 3
+    assert runtime_for(TrainConfig(device="cpu", threads=1), cpus=3).num_threads == 1
     with pytest.raises(ValueError, match="threads"):
         TrainConfig(threads=0)
 
