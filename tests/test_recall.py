@@ -7,11 +7,12 @@ import torch
 
 from minitx.tasks.recall import (
     RecallClassifier,
+    RecallTask,
     accuracy,
     make_recall_data,
-    train_recall,
     vocab_size,
 )
+from minitx.trainer import TrainConfig, Trainer
 
 
 def test_same_seed_same_data_other_seed_other_data():
@@ -65,18 +66,31 @@ def test_accuracy_counts_argmax_hits():
     assert accuracy(Fixed(), x, x[:, 0]) == 0.5
 
 
-@pytest.fixture
-def one_thread():
-    # Hundreds of tiny sequential ops: extra threads only add overhead (a lot on a busy CPU).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("kind", ["rnn", "lstm"])
-def test_short_gap_is_learned(kind, one_thread):
-    model, losses = train_recall(kind, gap=1, steps=60, batch_size=64, hidden_size=16, seed=0)
+def test_the_trainer_learns_a_short_gap(kind):
+    task = RecallTask(gap=1, batch_size=64)
+    config = TrainConfig(max_steps=60, batch_size=64, learning_rate=1e-2, min_lr=1e-2,
+                         warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999), grad_clip=1.0,
+                         eval_interval=60, eval_steps=1, log_interval=1, device="cpu",
+                         threads=1, progress=False, seed=0)
+    torch.manual_seed(0)
+    model = RecallClassifier(kind, task.vocab, 16, task.n_symbols)
+    losses = Trainer(model, config, task.get_batch, loss_fn=task.loss).train()["train_loss"]
     assert len(losses) == 60 and losses[-1] < 0.25 * losses[0]
     x, y = make_recall_data(300, gap=1, seed=12345)
     assert accuracy(model, x, y) > 0.95
+
+
+def test_the_task_gives_fresh_seeded_batches_and_checks_its_sizes():
+    task = RecallTask(gap=3, batch_size=5)
+    a = task.get_batch("train", torch.Generator().manual_seed(0))
+    b = task.get_batch("train", torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(0)
+    first, second = task.get_batch("train", g), task.get_batch("train", g)
+    assert torch.equal(a[0], b[0]) and not torch.equal(first[0], second[0])
+    assert a[0].shape == (5, 5) and torch.equal(a[1], a[0][:, 0])
+    assert task.vocab == 9
+    with pytest.raises(ValueError, match="gap >= 0"):
+        RecallTask(gap=-1)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        RecallTask(gap=1, batch_size=0)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import itertools
+
 import pytest
 import torch
 
@@ -18,8 +22,8 @@ from minitx.tasks.relations import (
     head_contributions,
     relation_loss,
     relation_scores,
-    train,
 )
+from minitx.trainer import TrainConfig, Trainer
 
 TASK = RelationTask()
 EXAMPLE = "^ab(c[d]e)fg<a>b"  # 16 tokens: ( 3 <-> ) 9, [ 5 <-> ] 7, < 12 <-> > 14
@@ -138,28 +142,40 @@ def test_model_shapes_and_weights():
         model(batch.x.float())
 
 
-def test_training_reaches_high_accuracy_quickly():
+ADAM = TrainConfig(max_steps=100, batch_size=64, learning_rate=1e-2, min_lr=1e-2,
+                   warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999), grad_clip=0.0,
+                   eval_interval=100, eval_steps=1, log_interval=1, device="cpu", threads=1,
+                   progress=False, seed=0)  # plain Adam at a constant rate
+
+
+def test_the_trainer_reaches_high_accuracy_quickly():
     torch.manual_seed(0)
     model = RelationNet.for_task(TASK)  # 2 layers x 2 heads, as in notebook 06
-    losses = train(model, TASK, steps=100, seed=0)  # the budget is in steps, not seconds
+    losses = Trainer(model, ADAM, TASK.get_batch, loss_fn=TASK.loss).train()["train_loss"]
     assert len(losses) == 100 and losses[-1] < 0.2 * losses[0]
     acc = accuracy(model, TASK.sample(500, seed=99))
     assert acc["previous"] > 0.95 and acc["partner"] > 0.95, acc
 
 
-def test_training_is_reproducible_and_restores_threads():
-    threads = torch.get_num_threads()
-    runs = []
-    for _ in range(2):
-        torch.manual_seed(1)
-        model = RelationNet.for_task(TASK, d_model=16, n_layers=1)
-        runs.append(train(model, TASK, steps=5, seed=2))
-    assert runs[0] == runs[1]
-    assert torch.get_num_threads() == threads
-    with pytest.raises(ValueError, match="steps"):
-        train(model, TASK, steps=0)
-    with pytest.raises(ValueError, match="length"):
-        train(model, RelationTask(seq_len=12), steps=1)
+def test_the_trainer_is_plain_adam_on_the_task_stream():
+    """With no decay, no warmup and no clipping, the Trainer takes exactly the steps of a
+    hand-written Adam loop over ``task.batches``: the task supplies data and a loss only."""
+    torch.manual_seed(1)
+    ours = RelationNet.for_task(TASK, d_model=16, n_layers=1)
+    reference = copy.deepcopy(ours)
+    config = dataclasses.replace(ADAM, max_steps=5, seed=2)
+    history = Trainer(ours, config, TASK.get_batch, loss_fn=TASK.loss).train()
+    opt = torch.optim.Adam(reference.parameters(), lr=1e-2)
+    losses = []
+    for batch in itertools.islice(TASK.batches(64, seed=2), 5):
+        loss = relation_loss(reference(batch.x), batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert history["train_loss"] == pytest.approx(losses, rel=1e-6)
+    for a, b in zip(ours.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_relation_scores_of_known_weights():

@@ -8,9 +8,12 @@ query token last.
 
 ``RecallClassifier`` is the many-to-one model of notebook 02: one-hot tokens, a
 recurrent layer from ``minitx.rnn``, a linear read-out of the last hidden state.
+``RecallTask`` supplies its batches and loss to ``minitx.trainer.Trainer``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -74,37 +77,39 @@ def accuracy(model: nn.Module, x: Tensor, y: Tensor) -> float:
     return (model(x).argmax(-1) == y).float().mean().item()
 
 
-def train_recall(
-    kind: str,
-    gap: int,
-    *,
-    steps: int = 100,
-    batch_size: int = 128,
-    hidden_size: int = 32,
-    lr: float = 1e-2,
-    n_symbols: int = 4,
-    n_distractors: int = 4,
-    forget_bias: float = 2.0,
-    seed: int = 0,
-) -> tuple[RecallClassifier, list[float]]:
-    """Train a ``kind`` ('rnn', 'lstm' or 'gru') classifier on fresh batches with Adam.
+@dataclass(frozen=True)
+class RecallTask:
+    """The recall task as ``minitx.trainer.Trainer`` wants it: batches and a loss.
 
-    Returns the model and the loss of every step. Takes seconds on a CPU.
+    ``get_batch(split, generator)`` draws ``batch_size`` fresh sequences with a gap of
+    ``gap`` (its seed comes from ``generator``, so a seeded Trainer sees the same stream
+    every run); ``loss(model, batch)`` is the cross-entropy of the model's answer.
     """
-    torch.manual_seed(seed)
-    V = vocab_size(n_symbols, n_distractors)
-    model = RecallClassifier(kind, V, hidden_size, n_symbols, forget_bias)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    for step in range(steps):
-        x, y = make_recall_data(
-            batch_size, gap, n_symbols=n_symbols, n_distractors=n_distractors,
-            seed=seed * 1_000_003 + step + 1,
-        )
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-    return model, losses
+
+    gap: int
+    batch_size: int = 128
+    n_symbols: int = 4
+    n_distractors: int = 4
+
+    def __post_init__(self) -> None:
+        make_recall_data(1, self.gap, n_symbols=self.n_symbols,
+                         n_distractors=self.n_distractors)  # validates the sizes
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+
+    @property
+    def vocab(self) -> int:
+        """Symbols + distractors + the query token."""
+        return vocab_size(self.n_symbols, self.n_distractors)
+
+    def get_batch(self, split: str, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """x (batch_size, gap + 2) tokens and y (batch_size,) answers, fresh each call."""
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        return make_recall_data(self.batch_size, self.gap, n_symbols=self.n_symbols,
+                                n_distractors=self.n_distractors, seed=seed)
+
+    @staticmethod
+    def loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
+        """Cross-entropy of ``model(x)`` (B, K) against the answers y (B,)."""
+        x, y = batch
+        return F.cross_entropy(model(x), y)

@@ -19,15 +19,14 @@ whether it did.
 The model, :class:`RelationNet`, is embeddings + learned positions, ``n_layers`` residual
 layers of :class:`minitx.attention.MultiHeadAttention` (no MLP, no LayerNorm) and two
 linear read-outs. Everything is generated from a seed: the same seed gives the same
-data, and :func:`train` (one thread, seeded batches) gives the same model run after run.
+data; ``RelationTask.get_batch`` and ``RelationTask.loss`` are all that
+``minitx.trainer.Trainer`` needs to train a ``RelationNet`` (seeded: the same model run after run).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -37,7 +36,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention
-from minitx.runtime import threads
 
 BOS = "^"
 LETTERS = "abcdefgh"
@@ -92,9 +90,10 @@ class RelationTask:
     seq_len: int = 16
     max_pairs: int = 3
     n_letters: int = 8
+    batch_size: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("seq_len", "max_pairs", "n_letters"):
+        for name in ("seq_len", "max_pairs", "n_letters", "batch_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -107,6 +106,8 @@ class RelationTask:
             )
         if not 1 <= self.n_letters <= len(LETTERS):
             raise ValueError(f"n_letters must be in [1, {len(LETTERS)}], got {self.n_letters}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
 
     # -- vocabulary ---------------------------------------------------------------------
     @property
@@ -221,6 +222,17 @@ class RelationTask:
         prev = torch.full_like(x, IGNORE)
         prev[:, 1:] = x[:, :-1]
         return RelationBatch(x, prev, partner)
+
+    # -- what minitx.trainer.Trainer needs: batches and a loss --------------------------
+    def get_batch(self, split: str, generator: torch.Generator) -> RelationBatch:
+        """``batch_size`` fresh sequences drawn with ``generator`` (every split is fresh:
+        the task can make as many sequences as anyone asks for)."""
+        return self.sample(self.batch_size, generator)
+
+    @staticmethod
+    def loss(model: RelationNet, batch: RelationBatch) -> Tensor:
+        """The training loss of ``model`` on ``batch``: :func:`relation_loss`."""
+        return relation_loss(model(batch.x), batch)
 
     def batches(self, batch_size: int, seed: int = 0) -> Iterator[RelationBatch]:
         """An endless stream of fresh batches, all drawn from one generator seeded ``seed``."""
@@ -358,44 +370,6 @@ def accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
         keep = target != IGNORE
         result[name] = (logits.argmax(-1) == target)[keep].float().mean().item()
     return result
-
-
-def train(
-    model: RelationNet,
-    task: RelationTask,
-    steps: int = 200,
-    batch_size: int = 64,
-    lr: float = 1e-2,
-    seed: int = 0,
-    num_threads: int | None = 1,
-) -> list[float]:
-    """Train ``model`` with Adam on fresh batches from ``task.batches(batch_size, seed)``.
-
-    Returns the loss of every step. ``num_threads=1`` (the default) runs torch on one
-    thread while training: matrices this small gain nothing from a second one, and
-    on a shared CPU the threads' synchronisation costs far more than the work; it also
-    makes the result independent of the machine's core count. ``None`` leaves torch's
-    setting alone. The model's parameters decide the starting point: seed torch before
-    building the model.
-    """
-    if steps < 1 or batch_size < 1 or not lr > 0:
-        raise ValueError(
-            f"need steps >= 1, batch_size >= 1 and lr > 0; got {steps}, {batch_size}, {lr}"
-        )
-    if model.seq_len != task.seq_len:
-        raise ValueError(f"model expects length {model.seq_len}, task makes {task.seq_len}")
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    model.train()
-    with threads(num_threads) if num_threads is not None else contextlib.nullcontext():
-        for batch in itertools.islice(task.batches(batch_size, seed), steps):
-            loss = relation_loss(model(batch.x), batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-    model.eval()
-    return losses
 
 
 def relation_scores(weights: Tensor, batch: RelationBatch) -> RelationScores:
