@@ -39,7 +39,7 @@ from matplotlib.image import AxesImage
 from torch import Tensor
 
 from minitx import viz
-from minitx.heatmap import HeatmapData, heatmap_data
+from minitx.heatmap import HeatmapData, heatmap_data, layers_and_heads
 from minitx.masks import MASK_KINDS, causal_mask, mask_of_kind
 from minitx.tokenizer import word_tokenize
 from minitx.word_attention import embed_tokens, self_attention_weights
@@ -471,15 +471,7 @@ def explore_heads(
     ``query_labels``; ``mask`` broadcasts to (T_q, T_k). Controls: ``layer`` and
     ``head`` (Dropdowns; values are indices).
     """
-    arr = viz.as_numpy(weights, "weights")
-    if arr.ndim == 5 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim == 3:
-        arr = arr[None]
-    if arr.ndim != 4 or 0 in arr.shape:
-        raise ValueError(
-            f"weights must be (L, H, T_q, T_k) or (H, T_q, T_k), got shape {arr.shape}"
-        )
+    arr = layers_and_heads(weights)
     L, H, T_q, T_k = arr.shape
     key_labels = query_labels if key_labels is None and T_q == T_k else key_labels
     controls = {

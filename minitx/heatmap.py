@@ -252,6 +252,21 @@ def attention_heatmap(
     return heatmap
 
 
+def layers_and_heads(weights: Any) -> np.ndarray:
+    """Attention weights of every layer and head as float64 (L, H, T_q, T_k): accepts
+    (L, H, T_q, T_k), (H, T_q, T_k) for one layer, or (L, 1, H, T_q, T_k) (a batch of one)."""
+    arr = as_numpy(weights, "weights")
+    if arr.ndim == 5 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim == 3:
+        arr = arr[None]
+    if arr.ndim != 4 or 0 in arr.shape:
+        raise ValueError(
+            f"weights must be (L, H, T_q, T_k) or (H, T_q, T_k), got shape {arr.shape}"
+        )
+    return arr.astype(np.float64)
+
+
 def attention_grid(
     weights: Any,
     query_labels: Sequence[Any] | None = None,
@@ -269,14 +284,7 @@ def attention_grid(
     :func:`attention_heatmap`; ``mask`` broadcasts to (T_q, T_k). One shared colour bar.
     Returns the new figure.
     """
-    arr = as_numpy(weights, "weights")
-    if arr.ndim == 3:
-        arr = arr[None]
-    if arr.ndim != 4 or 0 in arr.shape:
-        raise ValueError(
-            f"weights must be (L, H, T_q, T_k) or (H, T_q, T_k), got shape {arr.shape}"
-        )
-    arr = arr.astype(np.float64)
+    arr = layers_and_heads(weights)
     L, H, T_q, T_k = arr.shape
     q_labels, k_labels = _label_pair(query_labels, key_labels, T_q, T_k)
     layer_names = (
@@ -365,5 +373,6 @@ __all__ = [
     "attention_heatmap",
     "axes_or_new",
     "heatmap_data",
+    "layers_and_heads",
     "plot_mask",
 ]

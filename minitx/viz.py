@@ -59,6 +59,16 @@ def _curve(name: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(len(values)), values.astype(np.float64)
 
 
+def _label(ax: Axes, xlabel: str, ylabel: str, title: str, *, log: bool) -> Axes:
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
 def plot_loss_curves(
     history: Mapping[str, Any],
     ax: Axes | None = None,
@@ -86,13 +96,7 @@ def plot_loss_curves(
         ax.plot(steps, values, label=str(name))
     for name, y in (reference or {}).items():
         ax.axhline(float(y), color="0.4", linestyle=":", linewidth=1.0, label=str(name))
-    if log:
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend()
-    return ax
+    return _label(ax, xlabel, ylabel, title, log=log)
 
 
 def plot_gradient_norms(
@@ -132,12 +136,7 @@ def plot_gradient_norms(
         for label, v in estimates.items():
             ax.plot(d, values_for(f"estimate[{label!r}]", v), linestyle="--", color="0.3",
                     linewidth=1.2, label=str(label))
-    ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend()
-    return ax
+    return _label(ax, xlabel, ylabel, title, log=True)
 
 
 def plot_positional_encoding(
