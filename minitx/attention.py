@@ -182,10 +182,12 @@ def _attend(
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: h heads of size d_model / h, concatenated, projected by W_O.
 
-    ``forward(query, key=None, value=None, mask=None, need_weights=False, is_causal=False)``
-    with query (B, T_q, d_model) and key/value (B, T_k, d_model); self-attention when
-    key/value are omitted, cross-attention otherwise. ``mask`` is bool, broadcastable to
-    (B, h, T_q, T_k), True = may attend; ``is_causal`` adds the causal mask.
+    ``forward(query, key=None, value=None, mask=None, need_weights=False, is_causal=False,
+    key_padding_mask=None)`` with query (B, T_q, d_model) and key/value (B, T_k, d_model);
+    self-attention when key/value are omitted, cross-attention otherwise. ``mask`` is bool,
+    broadcastable to (B, h, T_q, T_k), True = may attend (a 2-D mask is (T_q, T_k));
+    ``key_padding_mask`` is bool (B, T_k), True on real tokens (PyTorch's is the opposite:
+    True on pads); ``is_causal`` adds the causal mask.
 
     Returns ``(out, weights)``: out (B, T_q, d_model); weights (B, h, T_q, T_k) when
     ``need_weights`` else None. Without weights it takes PyTorch's fused kernel
@@ -224,6 +226,7 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = False,
         is_causal: bool = False,
+        key_padding_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         key = query if key is None else key
         value = key if value is None else value
@@ -240,7 +243,21 @@ class MultiHeadAttention(nn.Module):
                 f"value {tuple(value.shape)}"
             )
         if mask is not None:
+            if mask.dim() == 2 and tuple(mask.shape) != (T_q, T_k):
+                hint = (" (a (B, T_k) padding mask goes in key_padding_mask)"
+                        if tuple(mask.shape) == (B, T_k) else "")
+                raise ValueError(
+                    f"a 2-D mask is (T_q, T_k) = ({T_q}, {T_k}), got {tuple(mask.shape)}{hint}"
+                )
             check_mask(mask, (B, self.n_heads, T_q, T_k))
+        if key_padding_mask is not None:
+            if key_padding_mask.dtype != torch.bool or tuple(key_padding_mask.shape) != (B, T_k):
+                raise ValueError(
+                    f"key_padding_mask must be a bool (B, T_k) = ({B}, {T_k}) tensor, True on "
+                    f"real tokens, got {key_padding_mask.dtype} {tuple(key_padding_mask.shape)}"
+                )
+            keys = key_padding_mask[:, None, None, :]  # (B, 1, 1, T_k): padded keys blocked
+            mask = keys if mask is None else mask & keys
         if is_causal and T_q != T_k:
             raise ValueError(f"is_causal needs T_q == T_k, got {T_q} and {T_k}")
 

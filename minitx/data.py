@@ -33,7 +33,7 @@ from typing import TypeVar
 _CHUNK = 1 << 16
 _TIMEOUT_S = 30.0
 
-S = TypeVar("S")
+_S = TypeVar("_S")
 
 
 class CorpusError(ValueError):
@@ -261,7 +261,7 @@ def load_text(name: str = "tinyshakespeare", download: bool = True) -> str:
     return corpus_path(name, download=download).read_text(encoding="utf-8")
 
 
-def train_val_split(seq: Sequence[S] | S, train_fraction: float = 0.9) -> tuple[S, S]:
+def train_val_split(seq: Sequence[_S] | _S, train_fraction: float = 0.9) -> tuple[_S, _S]:
     """Split a sequence (str, list, 1-D tensor ...) into a prefix for training and the rest
     for validation: ``n = int(train_fraction * len(seq))``.
 

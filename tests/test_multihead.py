@@ -195,5 +195,38 @@ def test_d_model_not_divisible_by_heads():
 
 def test_bad_mask_shape():
     ours = MultiHeadAttention(8, 2)
-    with pytest.raises(ValueError, match="does not broadcast"):
+    with pytest.raises(ValueError, match=r"a 2-D mask is \(T_q, T_k\) = \(5, 5\), got \(3, 5\)"):
         ours(torch.randn(2, 5, 8), mask=torch.ones(3, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        ours(torch.randn(2, 5, 8), mask=torch.ones(3, 1, 5, dtype=torch.bool))
+
+
+def test_key_padding_mask_equals_pytorchs_with_the_convention_flipped():
+    torch.manual_seed(3)
+    B, T, C, nh = 3, 5, 8, 2
+    ref = nn.MultiheadAttention(C, nh, batch_first=True, dtype=torch.float64)
+    ours = MultiHeadAttention.from_torch(ref)
+    x = torch.randn(B, T, C, dtype=torch.float64)
+    real = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    for kwargs, torch_kwargs in (({}, {}), ({"mask": causal}, {"attn_mask": ~causal})):
+        y, w = ours(x, key_padding_mask=real, need_weights=True, **kwargs)
+        y_ref, w_ref = ref(x, x, x, key_padding_mask=~real, need_weights=True,
+                           average_attn_weights=False, **torch_kwargs)
+        torch.testing.assert_close(y, y_ref, rtol=0, atol=1e-12)
+        torch.testing.assert_close(w, w_ref, rtol=0, atol=1e-12)
+        torch.testing.assert_close(ours(x, key_padding_mask=real, **kwargs)[0], y_ref,
+                                   rtol=0, atol=1e-12)  # the fused path too
+    assert (w[1, :, :, 3:] == 0).all() and (w[2, :, :, 1:] == 0).all()
+
+
+def test_a_padding_mask_passed_as_mask_is_refused_even_when_shapes_could_match():
+    attn = MultiHeadAttention(8, 2)
+    x = torch.randn(4, 6, 8)  # B = 4, T = 6
+    pads = torch.ones(4, 6, dtype=torch.bool)  # (B, T_k): not a (T_q, T_k) mask
+    with pytest.raises(ValueError, match=r"goes in key_padding_mask"):
+        attn(x, mask=pads)
+    with pytest.raises(ValueError, match=r"key_padding_mask must be a bool \(B, T_k\)"):
+        attn(x, key_padding_mask=pads.float())
+    with pytest.raises(ValueError, match=r"key_padding_mask must be a bool \(B, T_k\)"):
+        attn(x, key_padding_mask=pads[:, :5])
