@@ -223,15 +223,6 @@ def test_greedy_is_deterministic_and_follows_the_argmax():
             assert torch.equal(out[:, t], logits[:, -1].argmax(-1))
 
 
-def test_generate_restores_training_mode_and_ignores_dropout():
-    model = _model(dropout=0.5)
-    model.train()
-    idx = _idx(2, 3)
-    a = model.generate(idx, 8, greedy=True)
-    assert model.training
-    assert torch.equal(a, model.generate(idx, 8, greedy=True))
-
-
 def test_sampling_is_reproducible_with_a_generator():
     model = _model()
     idx = _idx(2, 3)

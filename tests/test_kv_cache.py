@@ -279,7 +279,8 @@ def test_generate_cache_with_dropout_restores_training_mode():
     model.train()
     idx = _idx(2, 3)
     a = model.generate(idx, 12, greedy=True)
-    assert model.training
+    assert model.training  # the previous mode comes back
+    assert torch.equal(a, model.generate(idx, 12, greedy=True))  # dropout is off inside
     assert torch.equal(a, model.generate(idx, 12, greedy=True, use_cache=False))
 
 
