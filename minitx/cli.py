@@ -50,14 +50,26 @@ def _fail(message: str, status: int = EXIT_ERROR) -> int:
     return status
 
 
+TEACHER_COMMANDS = {
+    "solutions": "print the solutions of one notebook's exercises (e.g. minitx solutions 04)",
+    "progress": "which exercises saved notebooks answer correctly, as a table (--csv FILE)",
+    "guide": "print the teacher's guide, TEACHING.md",
+}
+
+
 # ---------------------------------------------------------------- argument parsing
 def build_parser() -> argparse.ArgumentParser:
-    """The ``minitx`` argument parser (subcommands train, sample, export)."""
+    """The ``minitx`` argument parser (subcommands train, sample, export, and the teacher's
+    solutions, progress and guide, which :mod:`minitx.exercises.teacher` parses)."""
     from minitx.presets import preset_names
 
     parser = _Parser(prog="minitx", description="minitx: train and sample the course's Mini-GPT.")
     parser.add_argument("--version", action="version", version=f"minitx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    for name, text in TEACHER_COMMANDS.items():
+        teacher = sub.add_parser(name, help=text, add_help=False)
+        teacher.add_argument("rest", nargs=argparse.REMAINDER)
 
     train = sub.add_parser(
         "train",
@@ -363,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command in TEACHER_COMMANDS:
+        from minitx.exercises.teacher import main as teacher_main
+
+        return teacher_main([args.command, *args.rest])
     commands = {"train": _train, "sample": _sample, "export": _export}
     try:
         return commands[args.command](args)

@@ -1,8 +1,16 @@
-"""Auto-checked exercises.
+"""Exercises: predict, implement, compute, and open questions.
 
-Each notebook's exercises live in their own module (``minitx.exercises.nb04`` ...) and
-register a checker with :func:`exercise`. A learner calls ``check("04.shapes", answer)``
-and reads "Correct" or what is wrong; the checker never reveals the solution.
+Each notebook's exercises live in their own module (``minitx.exercises.nb04`` ...).
+
+* :func:`exercise` registers a checked exercise of one kind (``predict``: commit to an
+  outcome before running the experiment; ``implement``: write the piece just taught, tested
+  against the package; ``compute``: work a small case by hand) with its checker and a
+  solution the checker accepts;
+* :func:`think` registers an open question with a model answer for the teacher.
+
+A learner calls ``check("04.shapes", answer)`` and reads "Correct" or what is wrong; the
+checker never reveals the solution. Teachers print solutions with ``minitx solutions 04``
+(see :mod:`minitx.exercises.teacher`).
 
 An unanswered exercise (``answer`` left as ``None`` or ``...``) prints a reminder
 instead of raising, so a notebook runs top to bottom before the learner starts.
@@ -18,7 +26,8 @@ from typing import Any
 import torch
 
 _REGISTRY: dict[str, Exercise] = {}
-_MODULES = ("nb01", "nb02", "nb03", "nb04", "nb05", "nb06", "nb07", "nb08", "nb09")
+NOTEBOOKS = ("01", "02", "03", "04", "05", "06", "07", "08", "09")
+KINDS = ("predict", "implement", "compute", "think")
 
 
 @dataclass(frozen=True)
@@ -34,37 +43,108 @@ class Result:
 
 @dataclass(frozen=True)
 class Exercise:
+    """One exercise. ``checker`` and ``solution`` are None for an open question (``think``),
+    which has a ``model_answer`` instead."""
+
     name: str
     prompt: str
-    checker: Callable[[Any], str | None]
+    kind: str
+    checker: Callable[[Any], str | None] | None
+    solution: Callable[[], Any] | None = None
+    model_answer: str | None = None
+
+    @property
+    def notebook(self) -> str:
+        return self.name.split(".")[0]
 
 
-def exercise(name: str, prompt: str) -> Callable[[Callable[[Any], str | None]], Callable]:
+@dataclass(frozen=True)
+class TeachingNotes:
+    """What the teacher's guide says of one notebook (``TEACHING.md`` is built from these)."""
+
+    notebook: str
+    goals: tuple[str, ...]
+    misconceptions: tuple[str, ...]
+    reading_minutes: int
+    assign: tuple[str, ...]
+
+
+_NOTES: dict[str, TeachingNotes] = {}
+
+
+def teaching_notes(
+    notebook: str,
+    *,
+    goals: tuple[str, ...],
+    misconceptions: tuple[str, ...],
+    reading_minutes: int,
+    assign: tuple[str, ...],
+) -> None:
+    """Record the teacher's guide entry of ``notebook`` (``assign``: exercise names)."""
+    if notebook not in NOTEBOOKS or notebook in _NOTES:
+        raise ValueError(f"teaching notes for notebook {notebook!r}: unknown or given twice")
+    _NOTES[notebook] = TeachingNotes(notebook, goals, misconceptions, reading_minutes, assign)
+
+
+def notes(notebook: str) -> TeachingNotes | None:
+    """The teaching notes of ``notebook``, if its module gives them."""
+    _load_all()
+    return _NOTES.get(notebook)
+
+
+def _register(ex: Exercise) -> None:
+    notebook, _, short = ex.name.partition(".")
+    if notebook not in NOTEBOOKS or not short:
+        raise ValueError(f"exercise names look like '04.shapes' (notebook 01-09), got {ex.name!r}")
+    if ex.kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {ex.kind!r}")
+    if ex.name in _REGISTRY:
+        raise ValueError(f"exercise {ex.name!r} is registered twice")
+    _REGISTRY[ex.name] = ex
+
+
+def exercise(
+    name: str, prompt: str, *, kind: str = "compute", solution: Callable[[], Any] | None = None
+) -> Callable[[Callable[[Any], str | None]], Callable]:
     """Register ``checker`` under ``name``. The checker returns None if the answer is
-    right, else a short hint saying what is wrong (without giving the solution)."""
+    right, else a short hint saying what is wrong (without giving the solution).
+
+    ``solution()`` returns an answer the checker accepts (for ``implement``, a function).
+    """
+    if kind == "think":
+        raise ValueError("open questions have no checker: register them with think()")
 
     def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-        if name in _REGISTRY:
-            raise ValueError(f"exercise {name!r} is registered twice")
-        _REGISTRY[name] = Exercise(name, prompt, checker)
+        _register(Exercise(name, prompt, kind, checker, solution))
         return checker
 
     return register
 
 
+def think(name: str, question: str, model_answer: str) -> None:
+    """Register an open question and the model answer a teacher reads."""
+    _register(Exercise(name, question, "think", None, model_answer=model_answer))
+
+
 def _load_all() -> None:
-    for module in _MODULES:
+    for notebook in NOTEBOOKS:
+        module = f"minitx.exercises.nb{notebook}"
         try:
-            importlib.import_module(f"minitx.exercises.{module}")
+            importlib.import_module(module)
         except ModuleNotFoundError as err:
-            if err.name != f"minitx.exercises.{module}":
+            if err.name != module:
                 raise
 
 
-def names() -> list[str]:
-    """All registered exercise names, sorted."""
+def names(notebook: str | None = None) -> list[str]:
+    """All registered exercise names (of one notebook, e.g. ``"04"``), sorted."""
     _load_all()
-    return sorted(_REGISTRY)
+    return sorted(n for n in _REGISTRY if notebook is None or n.split(".")[0] == notebook)
+
+
+def get(name: str) -> Exercise:
+    """The exercise registered under ``name``."""
+    return _get(name)
 
 
 def prompt(name: str) -> str:
@@ -82,6 +162,8 @@ def _get(name: str) -> Exercise:
 def check(name: str, answer: Any, *, quiet: bool = False) -> Result:
     """Check ``answer`` for exercise ``name``; print and return the verdict."""
     ex = _get(name)
+    if ex.checker is None:
+        raise ValueError(f"{name!r} is an open question: there is no checker, discuss it")
     if answer is None or answer is Ellipsis:
         result = Result(False, f"[{name}] not answered yet: replace the placeholder and run again.")
     else:
