@@ -42,6 +42,16 @@ class HeatmapData(NamedTuple):
     mask: np.ndarray | None
 
 
+VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
+
+
+def visible_label(token: Any) -> str:
+    """A token as a tick label: a space, newline or tab as a visible sign ('␣', '↵', '⇥'),
+    so that no tick is blank. Every figure of the course labels characters this way."""
+    text = str(token)
+    return VISIBLE.get(text, text)
+
+
 def _labels(labels: Sequence[Any] | None, n: int, name: str) -> list[str]:
     if labels is None:
         return [str(i) for i in range(n)]
@@ -50,7 +60,7 @@ def _labels(labels: Sequence[Any] | None, n: int, name: str) -> list[str]:
             f"{name} must be a sequence of {n} labels, got the string {labels!r}; "
             "pass list(text) for one label per character"
         )
-    labels = [str(lab) for lab in labels]
+    labels = [visible_label(lab) for lab in labels]
     if len(labels) != n:
         raise ValueError(f"{name} has {len(labels)} labels, expected {n} (one per row/column)")
     return labels
@@ -193,7 +203,7 @@ class Heatmap:
             if blocked[i, j] or not np.isfinite(value):
                 continue
             self.texts.append(self.ax.text(
-                j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
                 color="white" if value < mid else "black",
             ))
 
@@ -205,11 +215,11 @@ class Heatmap:
             if self.colorbar is not None:
                 self.legend = self.colorbar.ax.legend(
                     handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02),
-                    fontsize=8, frameon=False, handlelength=1.0)
+                    fontsize=9, frameon=False, handlelength=1.0)
             else:
                 self.legend = self.ax.legend(
                     handles=handles, loc="upper left", bbox_to_anchor=(1.0, -0.02),
-                    fontsize=8, frameon=False, handlelength=1.0)
+                    fontsize=9, frameon=False, handlelength=1.0)
         self.legend.set_visible(show)
 
 
@@ -350,7 +360,7 @@ def plot_mask(
     if annotate:
         for (i, j), allowed in np.ndenumerate(arr):
             ax.text(j, i, "0" if allowed else "-inf", ha="center", va="center",
-                    fontsize=8, color="white" if allowed else "black")
+                    fontsize=9, color="white" if allowed else "black")
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
     ax.set_title(title)
@@ -359,7 +369,7 @@ def plot_mask(
             Patch(facecolor=ALLOWED_COLOR, label="may attend (True)"),
             Patch(facecolor=MASKED_COLOR, label="blocked (False)"),
         ],
-        loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False,
+        loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9, frameon=False,
     )
     return image
 
@@ -375,4 +385,5 @@ __all__ = [
     "heatmap_data",
     "layers_and_heads",
     "plot_mask",
+    "visible_label",
 ]

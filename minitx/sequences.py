@@ -203,5 +203,5 @@ def plot_padded_batch(
     )
     labels = ["kept", "padding", "cut"]
     handles = [Patch(color=c, label=l) for c, l in zip(colors[1:], labels, strict=True)]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9)
     return ax

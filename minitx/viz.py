@@ -26,6 +26,7 @@ from minitx.heatmap import (
     attention_heatmap,
     axes_or_new,
     plot_mask,
+    visible_label,
 )
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "plot_loss_curves",
     "plot_mask",
     "plot_positional_encoding",
+    "visible_label",
 ]
 
 

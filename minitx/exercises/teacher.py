@@ -72,7 +72,7 @@ class Progress:
 
 def _status(name: str, outputs: list[dict]) -> str:
     text = "".join(
-        "".join(o.get("text", "")) if "text" in o else "".join(o.get("data", {}).get("text/plain", ""))
+        "".join(o["text"]) if "text" in o else "".join(o.get("data", {}).get("text/plain", ""))
         for o in outputs
     )
     if f"[{name}] Correct!" in text:
@@ -135,7 +135,8 @@ def summary(rows: Sequence[Progress]) -> str:
     lines = []
     for path, items in per_file.items():
         done = [r.exercise for r in items if r.status == "correct"]
-        lines.append(f"{path}: {len(done)}/{len(items)} correct" + (f" ({', '.join(done)})" if done else ""))
+        which = f" ({', '.join(done)})" if done else ""
+        lines.append(f"{path}: {len(done)}/{len(items)} correct{which}")
     return "\n".join(lines)
 
 
@@ -181,7 +182,8 @@ def guide() -> str:
         out += [f"*{times}*", ""]
         if info:
             out += ["**Learning goals**", "", *(f"- {g}" for g in info.goals), ""]
-            out += ["**Misconceptions it targets**", "", *(f"- {m}" for m in info.misconceptions), ""]
+            out += ["**Misconceptions it targets**", ""]
+            out += [*(f"- {m}" for m in info.misconceptions), ""]
         out += ["**Exercises**", "", "| exercise | kind | assign |", "|---|---|---|"]
         assign = set(info.assign) if info else set()
         out += [f"| `{e.name}` | {e.kind} | {'yes' if e.name in assign else ''} |" for e in exs]
