@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from minitx import sampling
 from minitx.batches import random_blocks
+from minitx.runtime import evaluating
 
 
 # ---------------------------------------------------------------- loss
@@ -57,16 +58,12 @@ def estimate_loss(
         raise ValueError(f"n_batches must be an int >= 1, got {n_batches!r}")
     generator = torch.Generator().manual_seed(seed)
     device = _model_device(model)
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         total = 0.0
         for _ in range(n_batches):
             x, y = random_blocks(data, block_size, batch_size, generator)  # (B, T) each
             _, loss = model(x.to(device), y.to(device))
             total += float(loss)
-    finally:
-        model.train(was_training)
     return total / n_batches
 
 
@@ -89,12 +86,8 @@ def next_token_probs(
         got = tuple(idx.shape) if isinstance(idx, Tensor) else type(idx).__name__
         raise ValueError(f"idx must be a (1, T) tensor of token ids, got {got}")
     block = model.config.block_size
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         logits, _ = model(idx[:, -block:].to(_model_device(model)))
-    finally:
-        model.train(was_training)
     filtered = sampling.filter_logits(logits[0, -1].float(), temperature, top_k, top_p)  # (V,)
     return torch.softmax(filtered, dim=-1).cpu()
 
@@ -115,9 +108,7 @@ def continuation_log_probs(model: nn.Module, ids: Tensor, start: int) -> Tensor:
         raise ValueError(f"start must be an int in [1, {N}], got {start!r}")
     block = model.config.block_size
     device = _model_device(model)
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         # Tokens 1 .. block are scored from one window ids[:block] (causal: position t-1
         # sees exactly ids[:t]); every later token from its own window ids[t-block:t].
         head = ids[: min(block, N)][None]  # (1, <=block)
@@ -128,8 +119,6 @@ def continuation_log_probs(model: nn.Module, ids: Tensor, start: int) -> Tensor:
             windows = ids[late[:, None] - block + torch.arange(block)]  # (n_late, block)
             logits, _ = model(windows.to(device))
             logp.append(torch.log_softmax(logits[:, -1].float(), -1).cpu())  # (n_late, V)
-    finally:
-        model.train(was_training)
     table = torch.cat(logp)  # row r scores token r + 1
     t = torch.arange(start, N)
     return table[t - 1, ids[t]]
@@ -216,14 +205,10 @@ def occlusion_importance(model: nn.Module, idx: Tensor, replacement: int) -> Ten
         got = tuple(idx.shape) if isinstance(idx, Tensor) else type(idx).__name__
         raise ValueError(f"idx must be a (1, T) tensor of token ids, got {got}")
     T = idx.size(1)
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         variants = idx.repeat(T + 1, 1)  # (T+1, T): row 0 intact, row j+1 has j replaced
         variants[torch.arange(1, T + 1), torch.arange(T)] = replacement
         logits, _ = model(variants.to(_model_device(model)))
-    finally:
-        model.train(was_training)
     logp = torch.log_softmax(logits[:, -1].float(), dim=-1).cpu()  # (T+1, V)
     top = int(logp[0].argmax())
     return logp[0, top] - logp[1:, top]  # (T,)

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.masks import causal_mask, check_mask
+from minitx.weights import copy_weights
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) -> Tensor:
@@ -34,65 +35,70 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) ->
 
 
 def scaled_dot_product_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
     mask: Tensor | None = None,
     dropout_p: float = 0.0,
     *,
     scale: float | None = None,
     temperature: float = 1.0,
 ) -> tuple[Tensor, Tensor]:
-    """softmax(q k^T * scale / temperature) v, computed explicitly.
+    """softmax(query key^T * scale / temperature) value, computed explicitly.
 
-    Shapes: ``q`` (..., T_q, d_k), ``k`` (..., T_k, d_k), ``v`` (..., T_k, d_v);
+    Shapes: ``query`` (..., T_q, d_k), ``key`` (..., T_k, d_k), ``value`` (..., T_k, d_v);
     ``mask`` bool, broadcastable to (..., T_q, T_k), True = may attend.
     ``scale`` defaults to 1/sqrt(d_k). ``temperature`` > 1 flattens, < 1 sharpens.
 
     Returns ``(out, weights)``: ``out`` (..., T_q, d_v), ``weights`` (..., T_q, T_k).
     """
+    _check_attention_inputs(query, key, value, dropout_p, temperature)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.size(-1))
+    scores = query @ key.transpose(-2, -1) * (scale / temperature)  # (..., T_q, T_k)
+    weights = masked_softmax(scores, mask)  # each row sums to 1
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ value, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def _check_attention_inputs(
+    q: Tensor, k: Tensor, v: Tensor, dropout_p: float, temperature: float
+) -> None:
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
-            f"q, k, v need at least 2 dims (..., T, d); got {tuple(q.shape)}, "
+            f"query, key, value need at least 2 dims (..., T, d); got {tuple(q.shape)}, "
             f"{tuple(k.shape)}, {tuple(v.shape)}"
         )
     if q.size(-1) != k.size(-1):
         raise ValueError(
-            f"query and key feature sizes differ: q has d_k={q.size(-1)} "
-            f"{tuple(q.shape)}, k has {k.size(-1)} {tuple(k.shape)}"
+            f"query and key feature sizes differ: query has d_k={q.size(-1)} "
+            f"{tuple(q.shape)}, key has {k.size(-1)} {tuple(k.shape)}"
         )
     if k.size(-2) != v.size(-2):
         raise ValueError(
-            f"keys and values must have the same length T_k: k {tuple(k.shape)}, "
-            f"v {tuple(v.shape)}"
+            f"key and value must have the same length T_k: key {tuple(k.shape)}, "
+            f"value {tuple(v.shape)}"
         )
     try:
         torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(
-            f"the batch dimensions of q, k, v (all but the last two) must broadcast; got "
-            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+            f"the batch dimensions of query, key, value (all but the last two) must "
+            f"broadcast; got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         ) from None
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.size(-1))
-
-    scores = (q @ k.transpose(-2, -1)) * (scale / temperature)  # (..., T_q, T_k)
-    weights = masked_softmax(scores, mask)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    return weights @ v, weights
 
 
 class AdditiveAttention(nn.Module):
     """Bahdanau's additive attention: score(q, k_j) = v^T tanh(W_q q + W_k k_j).
 
-    ``forward(query, keys, values=None, mask=None)``:
-    query (B, d_q) for one decoder step or (B, T_q, d_q); keys (B, T_k, d_k);
-    values (B, T_k, d_v), defaulting to ``keys``; mask bool (B, T_k) or broadcastable
+    ``forward(query, key, value=None, mask=None)``:
+    query (B, d_q) for one decoder step or (B, T_q, d_q); key (B, T_k, d_k);
+    value (B, T_k, d_v), defaulting to ``key``; mask bool (B, T_k) or broadcastable
     to (B, T_q, T_k), True = may attend.
 
     Returns ``(context, weights)``: (B, d_v) and (B, T_k) for a single query,
@@ -106,15 +112,15 @@ class AdditiveAttention(nn.Module):
         self.W_k = nn.Linear(key_size, hidden_size, bias=False)
         self.v = nn.Linear(hidden_size, 1, bias=False)
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+    def score(self, query: Tensor, key: Tensor) -> Tensor:
         """Scores (B, T_q, T_k) for queries (B, T_q, d_q) and keys (B, T_k, d_k)."""
-        hidden = torch.tanh(self.W_q(query)[:, :, None, :] + self.W_k(keys)[:, None, :, :])
+        hidden = torch.tanh(self.W_q(query)[:, :, None, :] + self.W_k(key)[:, None, :, :])
         return self.v(hidden).squeeze(-1)  # (B, T_q, T_k)
 
     def forward(
-        self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None
+        self, query: Tensor, key: Tensor, value: Tensor | None = None, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        return _attend(self, query, keys, values, mask, self.query_size, self.key_size)
+        return _attend(self, query, key, value, mask, self.query_size, self.key_size)
 
 
 class DotProductAttention(nn.Module):
@@ -128,52 +134,52 @@ class DotProductAttention(nn.Module):
         self.query_size = self.key_size = size
         self.scaled = scaled
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+    def score(self, query: Tensor, key: Tensor) -> Tensor:
         """Scores (B, T_q, T_k) for queries (B, T_q, d) and keys (B, T_k, d)."""
-        scores = query @ keys.transpose(-2, -1)
+        scores = query @ key.transpose(-2, -1)
         return scores / math.sqrt(query.size(-1)) if self.scaled else scores
 
     def forward(
-        self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None
+        self, query: Tensor, key: Tensor, value: Tensor | None = None, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        return _attend(self, query, keys, values, mask, self.query_size, self.key_size)
+        return _attend(self, query, key, value, mask, self.query_size, self.key_size)
 
 
 def _attend(
     scorer: AdditiveAttention | DotProductAttention,
     query: Tensor,
-    keys: Tensor,
-    values: Tensor | None,
+    key: Tensor,
+    value: Tensor | None,
     mask: Tensor | None,
     query_size: int,
     key_size: int,
 ) -> tuple[Tensor, Tensor]:
-    values = keys if values is None else values
+    value = key if value is None else value
     single = query.dim() == 2
     if single:
         query = query[:, None, :]  # (B, 1, d_q)
-    if query.dim() != 3 or keys.dim() != 3 or values.dim() != 3:
+    if query.dim() != 3 or key.dim() != 3 or value.dim() != 3:
         raise ValueError(
-            f"expected query (B, d_q) or (B, T_q, d_q), keys (B, T_k, d_k), values (B, T_k, "
-            f"d_v); got {tuple(query.shape)}, {tuple(keys.shape)}, {tuple(values.shape)}"
+            f"expected query (B, d_q) or (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, "
+            f"d_v); got {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
         )
-    if query.size(-1) != query_size or keys.size(-1) != key_size:
+    if query.size(-1) != query_size or key.size(-1) != key_size:
         raise ValueError(
             f"expected query features {query_size} and key features {key_size}; got "
-            f"query {tuple(query.shape)}, keys {tuple(keys.shape)}"
+            f"query {tuple(query.shape)}, key {tuple(key.shape)}"
         )
-    if keys.shape[:2] != values.shape[:2] or query.size(0) != keys.size(0):
+    if key.shape[:2] != value.shape[:2] or query.size(0) != key.size(0):
         raise ValueError(
-            f"batch and length must agree: query {tuple(query.shape)}, keys "
-            f"{tuple(keys.shape)}, values {tuple(values.shape)}"
+            f"batch and length must agree: query {tuple(query.shape)}, key "
+            f"{tuple(key.shape)}, value {tuple(value.shape)}"
         )
-    scores = scorer.score(query, keys)  # (B, T_q, T_k)
+    scores = scorer.score(query, key)  # (B, T_q, T_k)
     if mask is not None:
         check_mask(mask)
         if mask.dim() == 2:
             mask = mask[:, None, :]  # (B, 1, T_k)
     weights = masked_softmax(scores, mask)
-    context = weights @ values  # (B, T_q, d_v)
+    context = weights @ value  # (B, T_q, d_v)
     if single:
         return context.squeeze(1), weights.squeeze(1)
     return context, weights
@@ -230,6 +236,41 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         key = query if key is None else key
         value = key if value is None else value
+        mask, is_causal = self._combined_mask(query, key, value, mask, key_padding_mask, is_causal)
+        B, T_q, _ = query.size()
+        T_k = key.size(1)
+
+        q, k, v = self._project(query, key, value)
+        q = q.view(B, T_q, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_q, d_head)
+        k = k.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
+        v = v.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
+        dropout_p = self.dropout if self.training else 0.0
+
+        if need_weights or (mask is not None and not bool(mask.any(dim=-1).all())):
+            # Explicit path: weights asked for, or a row with nothing to attend to
+            # (the fused kernel would give NaN there, ours gives zeros).
+            if is_causal:
+                mask = causal_mask(T_q, device=query.device)
+            y, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+        else:
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+            )
+            weights = None
+        y = y.transpose(1, 2).contiguous().view(B, T_q, self.d_model)  # (B, T_q, d_model)
+        return self.out_proj(y), (weights if need_weights else None)
+
+    def _combined_mask(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None,
+        key_padding_mask: Tensor | None,
+        is_causal: bool,
+    ) -> tuple[Tensor | None, bool]:
+        """Check the inputs; return one boolean mask (B or 1, h or 1, T_q, T_k) or None,
+        and whether the causal mask is still to be applied by the kernel."""
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.dim() != 3 or t.size(-1) != self.d_model:
                 raise ValueError(
@@ -260,29 +301,9 @@ class MultiHeadAttention(nn.Module):
             mask = keys if mask is None else mask & keys
         if is_causal and T_q != T_k:
             raise ValueError(f"is_causal needs T_q == T_k, got {T_q} and {T_k}")
-
-        q, k, v = self._project(query, key, value)
-        q = q.view(B, T_q, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_q, d_head)
-        k = k.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
-        v = v.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
-        dropout_p = self.dropout if self.training else 0.0
-
         if is_causal and mask is not None:
-            mask = mask & causal_mask(T_q, device=query.device)
-            is_causal = False
-        if need_weights or (mask is not None and not bool(mask.any(dim=-1).all())):
-            # Explicit path: weights asked for, or a row with nothing to attend to
-            # (the fused kernel would give NaN there, ours gives zeros).
-            if is_causal:
-                mask = causal_mask(T_q, device=query.device)
-            y, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
-        else:
-            y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
-            )
-            weights = None
-        y = y.transpose(1, 2).contiguous().view(B, T_q, self.d_model)  # (B, T_q, d_model)
-        return self.out_proj(y), (weights if need_weights else None)
+            return mask & causal_mask(T_q, device=query.device), False
+        return mask, is_causal
 
     def forward_cached(
         self, x: Tensor, past: tuple[Tensor, Tensor] | None = None
@@ -353,12 +374,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim is supported")
         bias = module.in_proj_bias is not None
         ours = cls(module.embed_dim, module.num_heads, dropout=module.dropout, bias=bias)
-        ours = ours.to(dtype=module.in_proj_weight.dtype, device=module.in_proj_weight.device)
-        with torch.no_grad():
-            ours.in_proj.weight.copy_(module.in_proj_weight)
-            ours.out_proj.weight.copy_(module.out_proj.weight)
-            if bias:
-                ours.in_proj.bias.copy_(module.in_proj_bias)
-                ours.out_proj.bias.copy_(module.out_proj.bias)
-        return ours
+        names = {"in_proj.weight": "in_proj_weight", "in_proj.bias": "in_proj_bias",
+                 "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}
+        return copy_weights(ours, module, names)
 

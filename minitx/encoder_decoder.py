@@ -143,7 +143,7 @@ class EncoderDecoder(nn.Module):
         mask = _key_mask(src_key_mask, B, S, "src_key_mask")  # (B, 1, 1, S): pads never keys
         x = src
         for block in self.encoder:
-            x = block(x, mask=mask)
+            x, _ = block(x, mask=mask)
         return self.encoder_norm(x)
 
     def decode(
@@ -153,13 +153,14 @@ class EncoderDecoder(nn.Module):
         memory_key_mask: Tensor | None = None,
         tgt_key_mask: Tensor | None = None,
         need_weights: bool = False,
-    ) -> Tensor | tuple[Tensor, Tensor]:
-        """tgt (B, T, C), memory (B, S, C) -> (B, T, C).
+    ) -> tuple[Tensor, Tensor | None]:
+        """tgt (B, T, C), memory (B, S, C) -> ``(x, cross_weights)``: x (B, T, C), and the
+        cross-attention weights of every layer, (n_layers, B, n_heads, T, S), when
+        ``need_weights``, else None.
 
         ``memory_key_mask`` (B, S) hides padded source positions from the cross-attention,
         ``tgt_key_mask`` (B, T) padded target positions from the self-attention (the causal
-        mask is always on). ``need_weights``: also return the cross-attention weights of
-        every layer, (n_layers, B, n_heads, T, S).
+        mask is always on).
         """
         B, T, _ = self._check(tgt, "tgt")
         S = self._check(memory, "memory")[1]
@@ -169,13 +170,10 @@ class EncoderDecoder(nn.Module):
         self_mask = _key_mask(tgt_key_mask, B, T, "tgt_key_mask")  # (B, 1, 1, T), & causal inside
         x, cross = tgt, []
         for block in self.decoder:
-            if need_weights:
-                x, _, w = block(x, memory, self_mask, mem_mask, need_weights=True)
-                cross.append(w)  # (B, nh, T, S)
-            else:
-                x = block(x, memory, self_mask, mem_mask)
+            x, w = block(x, memory, self_mask, mem_mask, need_weights=need_weights)
+            cross.append(w[1] if need_weights else None)  # (B, nh, T, S)
         x = self.decoder_norm(x)
-        return (x, torch.stack(cross)) if need_weights else x
+        return x, (torch.stack(cross) if need_weights else None)
 
     def forward(
         self,
@@ -192,7 +190,7 @@ class EncoderDecoder(nn.Module):
         same tensor: no padded source position is read), ``tgt_key_mask`` for the decoder's.
         """
         memory = self.encode(src, src_key_mask)
-        return self.decode(tgt, memory, memory_key_mask, tgt_key_mask)
+        return self.decode(tgt, memory, memory_key_mask, tgt_key_mask)[0]
 
     def decode_cached(
         self, tgt: Tensor, memory: Tensor, memory_key_mask: Tensor | None, past: Cache | None
@@ -330,9 +328,8 @@ class DateTransformer(nn.Module):
                 f"tgt_in must be (B, T) with B={src.size(0)}, got {tuple(tgt_in.shape)}"
             )
         memory, mask = self.encode(src, src_lengths)
-        y = self.transformer.decode(self._embed(self.tgt_emb, tgt_in), memory, mask,
-                                    need_weights=need_weights)  # fmt: skip
-        y, w = y if need_weights else (y, None)
+        y, w = self.transformer.decode(self._embed(self.tgt_emb, tgt_in), memory, mask,
+                                       need_weights=need_weights)  # fmt: skip
         return self.out(y), w
 
     def loss(self, src: Tensor, src_lengths: Tensor, tgt_out: Tensor) -> Tensor:

@@ -41,6 +41,7 @@ from torch import Tensor
 from minitx import viz
 from minitx.heatmap import HeatmapData, heatmap_data, layers_and_heads
 from minitx.masks import MASK_KINDS, causal_mask, mask_of_kind
+from minitx.runtime import evaluating
 from minitx.tokenizer import word_tokenize
 from minitx.word_attention import embed_tokens, self_attention_weights
 
@@ -531,15 +532,8 @@ def explore_gpt(
             param = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
             idx = torch.tensor([ids], dtype=torch.long,
                                device=param.device if param is not None else None)
-            was_training = getattr(model, "training", False)
-            if hasattr(model, "eval"):
-                model.eval()
-            try:
-                with torch.no_grad():
-                    out = model.attention_maps(idx)
-            finally:
-                if was_training:
-                    model.train()
+            with evaluating(model):
+                out = model.attention_maps(idx)
             if isinstance(out, (list, tuple)):
                 out = torch.stack([torch.as_tensor(a) for a in out])
             arr = viz.as_numpy(out, "attention_maps(idx)")

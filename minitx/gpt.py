@@ -14,8 +14,7 @@ instead of one over the whole context, until the context window is full.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -23,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx import sampling
+from minitx.runtime import evaluating
 from minitx.transformer import LayerNorm, LearnedPositions, TransformerBlock
 
 
@@ -121,18 +121,6 @@ def kv_cache_numel(config: GPTConfig, T: int, batch: int = 1) -> int:
     return 2 * config.n_layer * batch * T * config.n_embd
 
 
-@contextmanager
-def evaluating(model: nn.Module) -> Iterator[None]:
-    """Dropout off (and gradients off) for the duration; the previous mode comes back."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
-
-
 class GPT(nn.Module):
     """Decoder-only transformer language model (GPT-2 layout, pre-LN).
 
@@ -223,11 +211,8 @@ class GPT(nn.Module):
         x = self.drop(self.tok_emb(idx) + self.pos_emb(T))  # (B, T, C)
         maps = []
         for block in self.blocks:
-            if need_weights:
-                x, w = block(x, need_weights=True)  # w: (B, nh, T, T)
-                maps.append(w)
-            else:
-                x = block(x)
+            x, w = block(x, need_weights=need_weights)  # w: (B, nh, T, T) or None
+            maps.append(w)
         return self.ln_f(x), maps
 
     def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:

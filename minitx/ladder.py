@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention
+from minitx.runtime import evaluating
 from minitx.transformer import FeedForward, LayerNorm, LearnedPositions
 
 
@@ -48,7 +49,10 @@ RUNGS = (
 
 class LadderBlock(nn.Module):
     """Causal multi-head attention, then (optionally) a feed-forward layer; with
-    ``residual_norm`` each is wrapped as x + f(LayerNorm(x)) (pre-LN, as in GPT)."""
+    ``residual_norm`` each is wrapped as x + f(LayerNorm(x)) (pre-LN, as in GPT).
+
+    ``forward(x (B, T, C), need_weights=False)`` returns ``(x, weights | None)`` like
+    every block of the course."""
 
     def __init__(self, rung: Rung, n_embd: int) -> None:
         super().__init__()
@@ -58,12 +62,14 @@ class LadderBlock(nn.Module):
         if rung.residual_norm:
             self.ln1, self.ln2 = LayerNorm(n_embd, fused=True), LayerNorm(n_embd, fused=True)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        ffn = self.ffn or nn.Identity()
         if self.rung.residual_norm:
-            x = x + self.attn(self.ln1(x), is_causal=True)[0]
-            return x + self.ffn(self.ln2(x)) if self.ffn is not None else x
-        x = self.attn(x, is_causal=True)[0]
-        return self.ffn(x) if self.ffn is not None else x
+            a, w = self.attn(self.ln1(x), need_weights=need_weights, is_causal=True)
+            x = x + a
+            return (x + ffn(self.ln2(x)) if self.ffn is not None else x), w
+        a, w = self.attn(x, need_weights=need_weights, is_causal=True)
+        return ffn(a), w
 
 
 class LadderModel(nn.Module):
@@ -102,7 +108,7 @@ class LadderModel(nn.Module):
             if self.pos_emb is not None:
                 x = x + self.pos_emb(T)
             for block in self.blocks:
-                x = block(x)
+                x, _ = block(x)
             logits = self.head(self.ln_f(x))  # (B, T, V)
         loss = None
         if targets is not None:
@@ -112,13 +118,11 @@ class LadderModel(nn.Module):
     @torch.no_grad()
     def generate(self, idx: Tensor, max_new_tokens: int, generator: torch.Generator) -> Tensor:
         """Sample ``max_new_tokens`` characters after ``idx`` (B, T) (temperature 1)."""
-        was_training = self.training
-        self.eval()
-        for _ in range(max_new_tokens):
-            logits, _ = self(idx[:, -self.block_size :])
-            probs = logits[:, -1].softmax(dim=-1)  # (B, V)
-            idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
-        self.train(was_training)
+        with evaluating(self):
+            for _ in range(max_new_tokens):
+                logits, _ = self(idx[:, -self.block_size :])
+                probs = logits[:, -1].softmax(dim=-1)  # (B, V)
+                idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
         return idx
 
 

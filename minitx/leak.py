@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minitx.gpt import evaluating
+from minitx.runtime import evaluating
 
 __all__ = [
     "corpus_words",

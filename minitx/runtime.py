@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -143,6 +144,18 @@ def threads(n: int) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[None]:
+    """Dropout off (and gradients off) for the duration; the previous mode comes back."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+@contextlib.contextmanager
 def activated(runtime: Runtime) -> Iterator[None]:
     """Switch on what ``runtime`` asks for (TF32 on CUDA, the thread count on the CPU) for
     the duration of the block; the previous settings come back afterwards."""
@@ -171,6 +184,7 @@ __all__ = [
     "autocast",
     "available_cpus",
     "cpu_threads",
+    "evaluating",
     "plan_runtime",
     "select_device",
     "threads",

@@ -1,14 +1,15 @@
 """The pieces of a transformer block, and the blocks themselves.
 
-    positions      sinusoidal_positions (fixed) and LearnedPositions (trained)
     LayerNorm      (x - mean) / sqrt(var + eps) * weight + bias, over the last dim
     FeedForward    fc2(activation(fc1(x))), applied to each position separately
     TransformerBlock  attention + feed-forward, each inside a residual connection,
                    with the norm after (post-LN, the 2017 paper) or before (pre-LN, GPT-2)
     DecoderBlock   causal self-attention + cross-attention + feed-forward
 
-Every module has a ``from_torch`` that copies the weights of PyTorch's counterpart, so
-the tests (and the notebooks) can check that both compute the same thing.
+Every module has a ``from_torch`` that copies the weights of PyTorch's counterpart (with
+:func:`minitx.weights.copy_weights`), so the tests and the notebooks can check that both
+compute the same thing. The positional encodings live in :mod:`minitx.positions` and are
+re-exported here with the other pieces of a block.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention
+from minitx.positions import LearnedPositions, sinusoidal_positions
+from minitx.weights import copy_weights
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -42,61 +45,6 @@ def _check_input(x: Tensor, d_model: int, name: str = "x") -> None:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 3 or x.size(-1) != d_model:
         raise ValueError(f"{name} must be (B, T, d_model={d_model}), got {tuple(x.shape)}")
-
-
-# ----------------------------------------------------------------------------- positions
-
-
-def sinusoidal_positions(
-    T: int, d_model: int, *, dtype: torch.dtype = torch.float32, device=None
-) -> Tensor:
-    """The fixed positional encoding of "Attention Is All You Need".
-
-        PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
-        PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
-
-    Returns a ``(T, d_model)`` tensor; row ``pos`` is added to the embedding of the
-    token at position ``pos``. Even columns are sines, odd columns cosines, and each
-    pair (2i, 2i+1) turns at its own frequency, from 1 down to about 1/10000.
-    """
-    _check_positive_int("T", T)
-    _check_positive_int("d_model", d_model)
-    pos = torch.arange(T, dtype=torch.float64, device=device)[:, None]  # (T, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (ceil(d/2),)
-    angle = pos / 10000.0 ** (two_i / d_model)  # (T, ceil(d/2))
-    pe = torch.empty(T, d_model, dtype=torch.float64, device=device)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return pe.to(dtype)
-
-
-class LearnedPositions(nn.Module):
-    """One trained vector per position, as in GPT: a ``(block_size, d_model)`` table.
-
-    ``forward(T)`` returns the first ``T`` rows, shape ``(T, d_model)``, to be added to
-    the token embeddings. There is no row for position ``block_size``: a model with
-    learned positions cannot see further than the context it was trained on.
-    """
-
-    def __init__(self, block_size: int, d_model: int) -> None:
-        super().__init__()
-        _check_positive_int("block_size", block_size)
-        _check_positive_int("d_model", d_model)
-        self.block_size, self.d_model = block_size, d_model
-        self.emb = nn.Embedding(block_size, d_model)
-
-    @property
-    def weight(self) -> Tensor:
-        """The ``(block_size, d_model)`` table."""
-        return self.emb.weight
-
-    def forward(self, T: int) -> Tensor:
-        if not isinstance(T, int) or isinstance(T, bool) or not 1 <= T <= self.block_size:
-            raise ValueError(
-                f"sequence length must be in [1, block_size={self.block_size}], got {T!r}"
-            )
-        # Positions 0..T-1 are the first T rows: a slice, no index tensor to build.
-        return self.emb.weight[:T]  # (T, d_model)
 
 
 # ----------------------------------------------------------------------------- LayerNorm
@@ -153,14 +101,9 @@ class LayerNorm(nn.Module):
                 f"normalized_shape={tuple(module.normalized_shape)}, "
                 f"elementwise_affine={module.elementwise_affine}"
             )
-        bias = module.bias is not None
-        ours = cls(module.normalized_shape[0], eps=module.eps, bias=bias, fused=fused)
-        ours = ours.to(dtype=module.weight.dtype, device=module.weight.device)
-        with torch.no_grad():
-            ours.weight.copy_(module.weight)
-            if bias:
-                ours.bias.copy_(module.bias)
-        return ours
+        ours = cls(module.normalized_shape[0], eps=module.eps, bias=module.bias is not None,
+                   fused=fused)
+        return copy_weights(ours, module, {"weight": "weight", "bias": "bias"})
 
 
 # ----------------------------------------------------------------------------- feed-forward
@@ -197,6 +140,23 @@ class FeedForward(nn.Module):
         h = _ACTIVATIONS[self.activation](self.fc1(x))  # (..., d_ff)
         return self.fc2(self.dropout(h))  # (..., d_model)
 
+    @classmethod
+    def from_torch(
+        cls, module: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer
+    ) -> FeedForward:
+        """Copy the feed-forward part (``linear1``, activation, ``linear2``) of a PyTorch
+        transformer layer, which has no separate feed-forward module."""
+        if not isinstance(module, nn.TransformerEncoderLayer | nn.TransformerDecoderLayer):
+            raise TypeError(
+                "expected nn.TransformerEncoderLayer or nn.TransformerDecoderLayer, got "
+                f"{type(module).__name__}"
+            )
+        ours = cls(module.linear1.in_features, module.linear1.out_features,
+                   activation=_torch_activation_name(module.activation),
+                   dropout=module.dropout.p, bias=module.linear1.bias is not None)
+        names = {f"fc{i}.{p}": f"linear{i}.{p}" for i in (1, 2) for p in ("weight", "bias")}
+        return copy_weights(ours, module, names)
+
 
 # ----------------------------------------------------------------------------- blocks
 
@@ -209,13 +169,6 @@ def _torch_activation_name(activation: object) -> str:
     if activation is F.gelu or exact_gelu:
         return "gelu"
     raise ValueError(f"only relu or (exact) gelu activations are supported, got {activation!r}")
-
-
-def _copy_linear(ours: nn.Linear, theirs: nn.Linear) -> None:
-    with torch.no_grad():
-        ours.weight.copy_(theirs.weight)
-        if ours.bias is not None:
-            ours.bias.copy_(theirs.bias)
 
 
 class TransformerBlock(nn.Module):
@@ -234,8 +187,8 @@ class TransformerBlock(nn.Module):
     ``causal=True`` lets position i attend only to positions <= i (decoder-only
     models such as GPT). ``forward(x, mask=None, need_weights=False)``: x (B, T, d_model);
     ``mask`` bool broadcastable to (B, n_heads, T, T), True = may attend (combined with
-    the causal mask when ``causal``). Returns x (B, T, d_model), or ``(x, weights)``
-    with weights (B, n_heads, T, T) when ``need_weights=True``.
+    the causal mask when ``causal``). Returns ``(x, weights)``: x (B, T, d_model), and
+    weights (B, n_heads, T, T) when ``need_weights=True``, else None.
 
     Dropout (``dropout``) acts where ``nn.TransformerEncoderLayer`` puts it: on the
     attention weights, inside the feed-forward, and on both residual branches.
@@ -275,7 +228,7 @@ class TransformerBlock(nn.Module):
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
-    ) -> Tensor | tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, Tensor | None]:
         _check_input(x, self.d_model)
         if self.norm_first:
             a, w = self._sa(self.norm1(x), mask, need_weights)
@@ -285,7 +238,7 @@ class TransformerBlock(nn.Module):
             a, w = self._sa(x, mask, need_weights)
             x = self.norm1(x + a)
             x = self.norm2(x + self.dropout2(self.ffn(x)))
-        return (x, w) if need_weights else x
+        return x, w
 
     def forward_cached(
         self, x: Tensor, past: tuple[Tensor, Tensor] | None = None
@@ -345,12 +298,10 @@ class TransformerBlock(nn.Module):
             eps=module.norm1.eps,
         )
         ours.attn = MultiHeadAttention.from_torch(module.self_attn)
+        ours.ffn = FeedForward.from_torch(module)
         ours.norm1 = LayerNorm.from_torch(module.norm1)
         ours.norm2 = LayerNorm.from_torch(module.norm2)
-        ours = ours.to(dtype=module.linear1.weight.dtype, device=module.linear1.weight.device)
-        _copy_linear(ours.ffn.fc1, module.linear1)
-        _copy_linear(ours.ffn.fc2, module.linear2)
-        return ours
+        return ours.to(dtype=module.linear1.weight.dtype)
 
 
 class DecoderBlock(nn.Module):
@@ -370,8 +321,8 @@ class DecoderBlock(nn.Module):
     x (B, T, d_model), memory (B, S, d_model); ``mask`` bool broadcastable to
     (B, n_heads, T, T) (combined with the causal mask when ``causal``), ``memory_mask``
     bool broadcastable to (B, n_heads, T, S), e.g. the encoder's padding mask.
-    Returns x (B, T, d_model), or ``(x, self_weights (B, h, T, T), cross_weights
-    (B, h, T, S))`` when ``need_weights=True``.
+    Returns ``(x, weights)``: x (B, T, d_model), and with ``need_weights=True`` the pair
+    ``(self_weights (B, h, T, T), cross_weights (B, h, T, S))``, else None.
     """
 
     def __init__(
@@ -416,7 +367,7 @@ class DecoderBlock(nn.Module):
         mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         need_weights: bool = False,
-    ) -> Tensor | tuple[Tensor, Tensor, Tensor]:
+    ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
         _check_input(x, self.d_model)
         _check_input(memory, self.d_model, "memory")
         if self.norm_first:
@@ -431,7 +382,7 @@ class DecoderBlock(nn.Module):
             c, w_cross = self._ca(x, memory, memory_mask, need_weights)
             x = self.norm2(x + c)
             x = self.norm3(x + self.dropout3(self.ffn(x)))
-        return (x, w_self, w_cross) if need_weights else x
+        return x, ((w_self, w_cross) if need_weights else None)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoderLayer, causal: bool = True) -> DecoderBlock:
@@ -460,13 +411,11 @@ class DecoderBlock(nn.Module):
         )
         ours.self_attn = MultiHeadAttention.from_torch(module.self_attn)
         ours.cross_attn = MultiHeadAttention.from_torch(module.multihead_attn)
+        ours.ffn = FeedForward.from_torch(module)
         ours.norm1 = LayerNorm.from_torch(module.norm1)
         ours.norm2 = LayerNorm.from_torch(module.norm2)
         ours.norm3 = LayerNorm.from_torch(module.norm3)
-        ours = ours.to(dtype=module.linear1.weight.dtype, device=module.linear1.weight.device)
-        _copy_linear(ours.ffn.fc1, module.linear1)
-        _copy_linear(ours.ffn.fc2, module.linear2)
-        return ours
+        return ours.to(dtype=module.linear1.weight.dtype)
 
 
 __all__ = [

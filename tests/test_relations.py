@@ -126,14 +126,14 @@ def test_model_shapes_and_weights():
     out = model(batch.x, need_weights=True)
     assert out.prev_logits.shape == (5, 16, TASK.vocab_size)
     assert out.partner_logits.shape == (5, 16, 16)
-    assert out.weights.shape == (5, 3, 4, 16, 16)
-    assert torch.allclose(out.weights.sum(-1), torch.ones(5, 3, 4, 16), atol=1e-6)
+    assert out.weights.shape == (3, 5, 4, 16, 16)  # (L, B, H, T, T), as GPT's
+    assert torch.allclose(out.weights.sum(-1), torch.ones(3, 5, 4, 16), atol=1e-6)
     assert (out.weights >= 0).all()
     assert model(batch.x).weights is None
     maps = model.attention_maps(batch.x[0])
     assert maps.shape == (3, 4, 16, 16)
-    assert torch.allclose(maps, out.weights[0], atol=1e-6)
-    assert model.attention_maps(batch.x).shape == (5, 3, 4, 16, 16)
+    assert torch.allclose(maps, out.weights[:, 0], atol=1e-6)
+    assert model.attention_maps(batch.x).shape == (3, 5, 4, 16, 16)
     loss = relation_loss(out, batch)
     assert loss.dim() == 0 and torch.isfinite(loss)
     with pytest.raises(ValueError, match="length 16"):
@@ -188,7 +188,7 @@ def test_relation_scores_of_known_weights():
     b, t = (batch.partner != IGNORE).nonzero(as_tuple=True)
     on_partner[b, t] = 0.0
     on_partner[b, t, batch.partner[b, t]] = 1.0
-    weights = torch.stack([on_prev, on_partner], dim=1)[:, None]  # (B, 1, 2, T, T)
+    weights = torch.stack([on_prev, on_partner], dim=1)[None]  # (L=1, B, 2, T, T)
     scores = relation_scores(weights, batch)
     assert scores.previous.shape == scores.partner.shape == (1, 2)
     assert scores.previous[0, 0] == 1.0 and scores.partner[0, 1] == 1.0
@@ -210,7 +210,7 @@ def test_ablation_keeps_weights_and_removes_the_head():
     assert not torch.allclose(ablated(x).prev_logits, model(x).prev_logits)  # ...other output
     # Ablating a layer-0 head changes what layer 1 sees, so layer 1's weights move.
     early = ablate_heads(model, [(0, 1)]).attention_maps(x)
-    assert torch.equal(early[:, 0], before[:, 0]) and not torch.equal(early[:, 1], before[:, 1])
+    assert torch.equal(early[0], before[0]) and not torch.equal(early[1], before[1])
     with pytest.raises(ValueError, match="no head"):
         ablate_heads(model, [(2, 0)])
 

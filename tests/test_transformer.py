@@ -206,7 +206,7 @@ def test_block_matches_torch_encoder_layer(norm_first, activation, kind, shape, 
     theirs, ours = _encoder_pair(d, h, d_ff, activation, norm_first, seed, causal=causal)
     assert ours.norm_first is norm_first and ours.ffn.activation == activation
     assert_same_outputs_and_grads(
-        lambda x: ours(x, mask=mask),
+        lambda x: ours(x, mask=mask)[0],
         lambda x: theirs(x, src_mask=src_mask, src_key_padding_mask=kpm, is_causal=is_causal),
         [torch.randn(B, T, d, dtype=F64, requires_grad=True)],
         matched_parameters(ours, theirs, BLOCK_NAMES),
@@ -222,15 +222,15 @@ def test_block_matches_torch_in_eval_mode_with_dropout(norm_first):
     ours.eval()
     x = torch.randn(2, 5, 8, dtype=F64)
     with torch.no_grad():  # also lets PyTorch take its own fused inference path
-        torch.testing.assert_close(ours(x), theirs(x), **TOL)
+        torch.testing.assert_close(ours(x)[0], theirs(x), **TOL)
 
 
 def test_block_dropout_is_active_in_training():
     block = TransformerBlock(8, 2, 16, dropout=0.5).double()
     x = torch.randn(2, 5, 8, dtype=F64)
-    assert not torch.equal(block(x), block(x))
+    assert not torch.equal(block(x)[0], block(x)[0])
     block.eval()
-    assert torch.equal(block(x), block(x))
+    assert torch.equal(block(x)[0], block(x)[0])
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -238,7 +238,9 @@ def test_block_attention_weights(norm_first):
     theirs, ours = _encoder_pair(8, 2, 16, "relu", norm_first, seed=1, causal=True)
     x = torch.randn(3, 6, 8, dtype=F64)
     y, w = ours(x, need_weights=True)
-    torch.testing.assert_close(y, ours(x), **TOL)
+    y_fused, none = ours(x)
+    assert none is None
+    torch.testing.assert_close(y, y_fused, **TOL)
     assert w.shape == (3, 2, 6, 6)
     torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, 6, dtype=F64), **TOL)
     assert torch.all(w.triu(1) == 0)
@@ -256,10 +258,11 @@ def test_pre_ln_and_post_ln_differ():
     pre.load_state_dict(post.state_dict())
     x = torch.randn(2, 4, 8, dtype=F64)
     ours_post, ours_pre = TransformerBlock.from_torch(post), TransformerBlock.from_torch(pre)
-    assert not torch.allclose(ours_post(x), ours_pre(x))
+    y_post, y_pre = ours_post(x)[0], ours_pre(x)[0]
+    assert not torch.allclose(y_post, y_pre)
     # Post-LN output is normalised per position; pre-LN output is not.
     torch.testing.assert_close(
-        ((ours_post(x) - ours_post.norm2.bias) / ours_post.norm2.weight).mean(-1),
+        ((y_post - ours_post.norm2.bias) / ours_post.norm2.weight).mean(-1),
         torch.zeros(2, 4, dtype=F64), atol=1e-10, rtol=0,
     )
 
@@ -270,7 +273,7 @@ def test_block_without_bias_matches_torch():
     _randomise(theirs, 0)
     ours = TransformerBlock.from_torch(theirs)
     x = torch.randn(2, 4, 8, dtype=F64)
-    torch.testing.assert_close(ours(x), theirs(x), **TOL)
+    torch.testing.assert_close(ours(x)[0], theirs(x), **TOL)
     assert all(not n.endswith("bias") for n, _ in ours.named_parameters())
 
 
@@ -334,7 +337,7 @@ def test_decoder_block_matches_torch(norm_first, activation, masks, shape, seed)
         tgt_pad = padding_mask(torch.randint(1, T + 1, (B,), generator=g).tolist(), T)
         mem_pad = padding_mask(torch.randint(1, S + 1, (B,), generator=g).tolist(), S)
     assert_same_outputs_and_grads(
-        lambda x, memory: ours(x, memory, mask=tgt_pad, memory_mask=mem_pad),
+        lambda x, memory: ours(x, memory, mask=tgt_pad, memory_mask=mem_pad)[0],
         lambda x, memory: theirs(
             x, memory, tgt_mask=~causal_mask(T), tgt_is_causal=True,
             tgt_key_padding_mask=None if tgt_pad is None else ~tgt_pad[:, 0, 0, :],
@@ -350,16 +353,19 @@ def test_decoder_block_weights_and_causality():
     block = DecoderBlock(8, 2, 16).double()
     x = torch.randn(2, 5, 8, dtype=F64)
     memory = torch.randn(2, 7, 8, dtype=F64)
-    y, w_self, w_cross = block(x, memory, need_weights=True)
-    torch.testing.assert_close(y, block(x, memory), **TOL)
+    y, (w_self, w_cross) = block(x, memory, need_weights=True)
+    y_fused, none = block(x, memory)
+    assert none is None
+    torch.testing.assert_close(y, y_fused, **TOL)
     assert w_self.shape == (2, 2, 5, 5) and w_cross.shape == (2, 2, 5, 7)
     assert torch.all(w_self.triu(1) == 0)
     assert torch.all(w_cross > 0)  # cross-attention sees the whole source
     # Changing a later target token leaves earlier outputs as they were.
     x2 = x.clone()
     x2[:, 3:] = torch.randn(2, 2, 8, dtype=F64)
-    torch.testing.assert_close(block(x2, memory)[:, :3], y[:, :3], **TOL)
-    assert not torch.allclose(block(x2, memory)[:, 3:], y[:, 3:])
+    y2, _ = block(x2, memory)
+    torch.testing.assert_close(y2[:, :3], y[:, :3], **TOL)
+    assert not torch.allclose(y2[:, 3:], y[:, 3:])
 
 
 def test_decoder_block_errors():

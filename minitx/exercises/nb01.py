@@ -2,110 +2,225 @@
 
 from __future__ import annotations
 
+import random
+from functools import cache
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+from torch import nn
 
-from minitx.exercises import close, exercise
-from minitx.sequences import (
-    CAT_SENTENCE,
-    bag_of_words,
-    build_vocab,
-    padding_stats,
-    token_distance,
-)
-from minitx.tokenizer import CharTokenizer, word_tokenize
+from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.sequences import corpus_padding_waste, pad_batch, padding_stats
+from minitx.tokenizer import CharTokenizer
 
-BATCH_LENGTHS = [3, 7, 5, 1]
-EMBEDDING_TABLE = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
-EMBEDDING_IDS = [2, 0, 2]
+TRUNCATION_LENGTHS, TRUNCATION_MAX_LEN = [3, 7, 5, 1], 5
 
 
-def _number(answer: Any) -> float:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        raise TypeError(f"expected a number, got {type(answer).__name__}")
-    return float(answer)
+def _letter(answer: Any, options: str) -> str:
+    """The option letter of a prediction: 'b', 'B', '(b)' and 'b)' all read as 'b'."""
+    if not isinstance(answer, str):
+        raise TypeError(f"expected a letter as a string, such as 'a', got {type(answer).__name__}")
+    letter = answer.strip().strip("().").strip().lower()
+    if letter not in options:
+        raise ValueError(f"expected one of the letters {', '.join(options)}, got {answer!r}")
+    return letter
+
+
+# ---- predict: a bigger batch of random speeches -------------------------------------------
+
+
+@cache
+def batch_size_waste() -> dict[int, float]:
+    """Padding fraction over tiny Shakespeare's speeches, in random order (seed 0), cut into
+    batches of 16 and of 64, each padded to its own longest speech."""
+    from minitx import data
+
+    text = data.load_text("tinyshakespeare")
+    lengths = [len(s) for s in text.split("\n\n") if s.strip()]
+    random.Random(0).shuffle(lengths)
+    return {b: corpus_padding_waste(lengths, batch_size=b) for b in (16, 64)}
+
+
+def batch_size_truth() -> str:
+    """'a' less padding with 64, 'b' within 3 points of the 16-speech batches, 'c' more."""
+    waste = batch_size_waste()
+    if abs(waste[64] - waste[16]) < 0.03:
+        return "b"
+    return "a" if waste[64] < waste[16] else "c"
 
 
 @exercise(
-    "01.padding_waste",
-    f"A batch holds sequences of lengths {BATCH_LENGTHS}, padded to the longest. What "
-    "fraction of the batch's slots is padding? Give a float between 0 and 1.",
+    "01.batch_size",
+    "Section 3 cut the speeches, in random order, into batches of 16, each padded to its own "
+    "longest speech. Now take batches of 64 random speeches instead. Predict, before running "
+    "the experiment: (a) less of the corpus is padding, because a bigger batch averages out; "
+    "(b) about the same share is padding (within 3 percentage points); (c) more of it is "
+    "padding. Answer with a letter.",
+    kind="predict",
+    solution=batch_size_truth,
 )
 def _(answer):
-    value = _number(answer)
-    stats = padding_stats(BATCH_LENGTHS)
-    if close(value, stats.waste):
+    if _letter(answer, "abc") == batch_size_truth():
         return None
-    if close(value, stats.padding, atol=0.5):
-        return "that is a count of padding slots; divide it by the number of slots in the batch"
-    if close(value, 1 - stats.waste):
-        return "that is the fraction of real tokens; the question asks for the padding"
-    if not 0 <= value <= 1:
-        return "a fraction lies between 0 and 1"
-    return "count the slots (batch size x longest length) and the padding slots among them"
+    return (
+        "what sets the padded length of a batch is its longest speech; ask whether the "
+        "longest of 64 random speeches tends to be longer or shorter than the longest of 16"
+    )
+
+
+# ---- predict: averaging a sentence forgets its order ------------------------------------
+
+
+def average_order_vectors() -> tuple[torch.Tensor, torch.Tensor]:
+    """The 'dog' vector of 'dog bites man' and of 'man bites dog' after section 9's mixing
+    (half the token's embedding, half the sentence's mean embedding)."""
+    words = ["bites", "dog", "man"]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        emb = nn.Embedding(len(words), 8).double()
+    out = []
+    for sentence in ("dog bites man", "man bites dog"):
+        tokens = sentence.split()
+        E = emb(torch.tensor([words.index(w) for w in tokens]))  # (3, 8)
+        ctx = 0.5 * E + 0.5 * E.mean(0)
+        out.append(ctx[tokens.index("dog")].detach())
+    return out[0], out[1]
+
+
+def average_order_truth() -> str:
+    """'a' if the two 'dog' vectors agree (up to rounding), 'b' if they differ."""
+    a, b = average_order_vectors()
+    return "a" if torch.allclose(a, b, rtol=0, atol=1e-12) else "b"
+
+
+@exercise(
+    "01.average_order",
+    "Section 9 made the crudest contextual vectors: each token's embedding averaged half and "
+    "half with its sentence's mean embedding. Apply that to 'dog bites man' and 'man bites "
+    "dog'. Predict: does the word 'dog' get (a) the same contextual vector in both sentences, "
+    "or (b) different vectors, since 'dog' is the subject in one and the object in the other? "
+    "Answer with a letter.",
+    kind="predict",
+    solution=average_order_truth,
+)
+def _(answer):
+    if _letter(answer, "ab") == average_order_truth():
+        return None
+    return (
+        "write out what is mixed into the 'dog' vector: its own embedding and the mean of "
+        "the sentence's embeddings; which of the two can depend on where the words stand?"
+    )
+
+
+# ---- implement: padding and its mask ------------------------------------------------------
+
+
+def pad_and_mask(seqs, pad_id):
+    """Pad ``seqs`` (lists of token ids) to the longest: ids (B, T) long and a bool mask
+    (B, T), True where a real token stands and False on padding."""
+    ids, lengths = pad_batch(seqs, pad_id=pad_id)
+    mask = torch.arange(ids.size(1)) < lengths[:, None]  # (B, T)
+    return ids, mask
+
+
+def _pad_cases() -> list[tuple[list[list[int]], int, str]]:
+    """Fixed edge cases, then random batches; each is (seqs, pad_id, what it tests)."""
+    cases = [
+        ([[5, 3, 9], [2], [7, 7, 7, 7, 1]], -1, "three sequences of lengths 3, 1, 5"),
+        ([[4]], -1, "a batch of one sequence of length 1"),
+        ([[0, 4, 0], [2]], 0, "a batch where some real tokens have the id 0 and pad_id is 0"),
+        ([[], [3, 1]], -1, "a batch with an empty sequence"),
+    ]
+    gen = random.Random(1)
+    for _ in range(20):
+        seqs = [
+            [gen.randrange(10) for _ in range(gen.randint(1, 8))] for _ in range(gen.randint(1, 6))
+        ]
+        pad_id = gen.choice([0, -1, 99])
+        cases.append((seqs, pad_id, f"the random batch {seqs} with pad_id={pad_id}"))
+    return cases
+
+
+def _tensor(value: Any) -> torch.Tensor | None:
+    return value if isinstance(value, torch.Tensor) else None
+
+
+@exercise(
+    "01.pad_and_mask",
+    "Write pad_and_mask(seqs, pad_id): seqs is a list of B lists of token ids of any lengths. "
+    "Return (ids, mask): ids a (B, T) long tensor holding the sequences padded with pad_id up "
+    "to the longest length T, and mask a (B, T) bool tensor that is True where a real token "
+    "stands and False on padding. Later layers use the mask to ignore the padding.",
+    kind="implement",
+    solution=lambda: pad_and_mask,
+)
+def _(fn):
+    for seqs, pad_id, what in _pad_cases():
+        result, hint = call_learner(fn, [list(s) for s in seqs], pad_id)
+        if hint is not None:
+            return f"on {what}, {hint}"
+        if not isinstance(result, tuple) or len(result) != 2:
+            return "return a tuple (ids, mask) of two tensors"
+        ids, mask = (_tensor(r) for r in result)
+        if ids is None or mask is None:
+            return "ids and mask must both be torch tensors"
+        want_ids, want_mask = pad_and_mask(seqs, pad_id)
+        if ids.shape != want_ids.shape or mask.shape != want_mask.shape:
+            return (
+                f"on {what}: ids has shape {tuple(ids.shape)} and mask {tuple(mask.shape)}, "
+                f"expected (B, T) = {tuple(want_ids.shape)} for both (T: the longest length)"
+            )
+        if ids.dtype != torch.long:
+            return f"ids should hold integer ids (torch.long), got {ids.dtype}"
+        if mask.dtype != torch.bool:
+            return f"mask should be a bool tensor (True = real token), got {mask.dtype}"
+        if not torch.equal(ids, want_ids):
+            b, t = (int(i) for i in (ids != want_ids).nonzero()[0])
+            return f"on {what}: ids differ first at row {b}, position {t}"
+        if not torch.equal(mask, want_mask):
+            b, t = (int(i) for i in (mask != want_mask).nonzero()[0])
+            said = "padding" if want_mask[b, t] else "a real token"
+            extra = (
+                "; a real token can have the same id as the padding"
+                if want_mask[b, t] and ids[b, t] == pad_id
+                else ""
+            )
+            return f"on {what}: the mask calls row {b}, position {t} {said}{extra}"
+    return None
+
+
+# ---- compute --------------------------------------------------------------------------------
+
+
+def _truncation() -> tuple[int, int]:
+    stats = padding_stats(TRUNCATION_LENGTHS, max_len=TRUNCATION_MAX_LEN)
+    return stats.padding, stats.truncated
 
 
 @exercise(
     "01.truncation",
-    f"The same batch (lengths {BATCH_LENGTHS}) is padded or cut to max_len = 5. How many "
-    "slots are padding, and how many tokens are cut off? Answer a tuple (padding, cut).",
+    f"A batch holds sequences of lengths {TRUNCATION_LENGTHS}. Every sequence is padded or "
+    f"cut to max_len = {TRUNCATION_MAX_LEN}. How many slots are padding, and how many tokens "
+    "are cut off? Answer a tuple (padding, cut).",
+    solution=lambda: _truncation(),
 )
 def _(answer):
     padding, cut = (int(x) for x in answer)
-    stats = padding_stats(BATCH_LENGTHS, max_len=5)
-    if (padding, cut) == (stats.padding, stats.truncated):
+    want_padding, want_cut = _truncation()
+    if (padding, cut) == (want_padding, want_cut):
         return None
-    if (cut, padding) == (stats.padding, stats.truncated):
+    if (cut, padding) == (want_padding, want_cut):
         return "right numbers, wrong order: (padding, cut)"
-    if padding != stats.padding:
-        return "padding: every row has 5 slots; subtract the tokens each row keeps"
-    return "cut: only sequences longer than 5 lose tokens, and they lose what is past 5"
-
-
-@exercise(
-    "01.bag_of_words",
-    "Give two sentences, as a tuple of two strings, that use the same words in a different "
-    "order, so that a bag-of-words model cannot tell them apart.",
-)
-def _(answer):
-    first, second = answer
-    if not isinstance(first, str) or not isinstance(second, str):
-        raise TypeError("give two strings")
-    a, b = word_tokenize(first, lower=True), word_tokenize(second, lower=True)
-    if not a or not b:
-        return "both sentences need at least one word"
-    if a == b:
-        return "these are the same sequence of words; change the order"
-    vocab = build_vocab(a + b)
-    if not torch.equal(bag_of_words(a, vocab), bag_of_words(b, vocab)):
-        return "their word counts differ; use exactly the same words, each as often"
-    return None
-
-
-@exercise(
-    "01.window",
-    f'In "{CAT_SENTENCE}", split with minitx.tokenizer.word_tokenize, a model predicts the '
-    "token 'woke' from the k tokens just before it. What is the smallest k for which 'cat' "
-    "is inside that window? Give an int.",
-)
-def _(answer):
-    k = _number(answer)
-    expected = token_distance(word_tokenize(CAT_SENTENCE), "cat", "woke")
-    if k == expected:
-        return None
-    if k == expected - 1:
-        return "one short: the window must reach back to 'cat' itself (punctuation counts)"
-    if k < expected:
-        return "too small: 'cat' is still outside the window (commas are tokens too)"
-    return "too large: a smaller window already contains 'cat'"
+    if padding != want_padding:
+        return "padding: every row has max_len slots; subtract the tokens each row keeps"
+    return "cut: only sequences longer than max_len lose tokens, and they lose what is past it"
 
 
 @exercise(
     "01.encode",
     "With tok = CharTokenizer.from_text('hello world'), what list of ids does "
     "tok.encode('owl') return? Work it out by hand from the sorted characters.",
+    solution=lambda: CharTokenizer.from_text("hello world").encode("owl"),
 )
 def _(answer):
     ids = [int(i) for i in answer]
@@ -122,16 +237,42 @@ def _(answer):
     return "sort the distinct characters (the space comes first); an id is a position there"
 
 
-@exercise(
-    "01.embedding",
-    f"W = {EMBEDDING_TABLE} is an embedding table (3 tokens, 2 dimensions). What does the "
-    f"lookup of ids {EMBEDDING_IDS} return? Give a list of rows (a 3 x 2 nested list).",
+# ---- think ----------------------------------------------------------------------------------
+
+think(
+    "01.bucketing",
+    "Sorting the speeches by length cut the padding from about three quarters of the corpus "
+    "to under 2%. What could go wrong for training if every batch holds speeches of nearly "
+    "the same length, and the batches always come in the same order? How would you keep most "
+    "of the saving and avoid the problem?",
+    "Sorted batches are no longer random samples of the data: each batch holds only short "
+    "or only long speeches, and length goes with content (short exclamations, long "
+    "soliloquies), so consecutive gradient steps are biased in the same direction and the "
+    "model drifts towards whatever the current stretch of lengths looks like. A fixed order "
+    "also makes every epoch identical. The usual fix is bucketing: group sequences of "
+    "similar length into buckets, draw the batches from random buckets in a fresh random "
+    "order every epoch (and shuffle inside each bucket), which keeps the padding low while "
+    "the sequence of batches stays random.",
 )
-def _(answer):
-    W = torch.tensor(EMBEDDING_TABLE)
-    expected = F.embedding(torch.tensor(EMBEDDING_IDS), W)  # (3, 2)
-    if close(answer, expected.tolist()):
-        return None
-    if close(answer, W.tolist()):
-        return "that is W itself; the lookup picks one row of W per id"
-    return "row i of the result is row ids[i] of W (ids count from 0)"
+
+
+teaching_notes(
+    "01",
+    goals=(
+        "Explain why a fixed-size feed-forward network is a poor fit for text: variable "
+        "length, position-specific weights, a fixed reach.",
+        "Measure what padding wastes and truncation loses on real data, and how sorting by "
+        "length changes the waste.",
+        "Show that a bag of words (and any plain average) forgets word order.",
+        "Turn text into tokens, ids and embedding rows, and show that a lookup equals a "
+        "one-hot vector times the embedding matrix.",
+    ),
+    misconceptions=(
+        "Padding is free: the model computes on every padded slot.",
+        "A bigger batch averages out the padding; in fact the longest sequence sets its length.",
+        "A token id is a quantity (id 40 is 'twice' id 20); it is a row index.",
+        "One vector per word is enough for words with several meanings.",
+    ),
+    reading_minutes=55,
+    assign=("01.batch_size", "01.pad_and_mask", "01.average_order", "01.bucketing"),
+)

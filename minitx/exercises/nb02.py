@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from minitx.exercises import close, exercise
-from minitx.gradients import vanishing_estimate
-from minitx.rnn import GRU, LSTM, LSTMCell, RNNCell
+from minitx.exercises import call_learner, close, exercise, teaching_notes, think
+from minitx.gradients import gradient_norms_by_distance
+from minitx.rnn import LSTM, RNN, LSTMCell
 
-STEP = {
-    "W_xh": [[0.1, 0.2], [-0.3, 0.4]],
-    "W_hh": [[1.0, 0.0], [0.5, 0.5]],
-    "b": [0.0, 0.1],
-    "x_1": [1.0, 2.0],
-    "h_0": [0.5, -1.0],
-}
 LSTM_SIZES = (10, 20)  # input_size, hidden_size
 FORGET, STEPS = 0.9, 20
-GRU_SIZES, GRU_INPUT = (5, 7), (3, 11, 5)
+HIDDEN_SIZES = (32, 256)
+CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
+
+
+def _letter(answer: Any, options: str) -> str:
+    """The option letter of a prediction: 'b', 'B', '(b)' and 'b)' all read as 'b'."""
+    if not isinstance(answer, str):
+        raise TypeError(f"expected a letter as a string, such as 'a', got {type(answer).__name__}")
+    letter = answer.strip().strip("().").strip().lower()
+    if letter not in options:
+        raise ValueError(f"expected one of the letters {', '.join(options)}, got {answer!r}")
+    return letter
 
 
 def _number(answer: Any) -> float:
@@ -29,41 +36,208 @@ def _number(answer: Any) -> float:
     return float(answer)
 
 
-def _rnn_step() -> tuple[torch.Tensor, torch.Tensor]:
-    """h_1 from the package's RNNCell, and its pre-activation (for the hint)."""
-    W_xh, W_hh, b, x, h = (torch.tensor(STEP[k], dtype=torch.float64) for k in STEP)
-    cell = RNNCell(2, 2).double()
-    with torch.no_grad():
-        cell.weight_ih.copy_(W_xh)
-        cell.weight_hh.copy_(W_hh)
-        cell.bias_ih.copy_(b)
-        cell.bias_hh.zero_()
-        return cell(x[None], h[None])[0], W_xh @ x + W_hh @ h + b
+# ---- predict: a wider RNN -------------------------------------------------------------------
+
+
+def hidden_size_setup() -> tuple[torch.Tensor, dict[int, RNN]]:
+    """Random inputs (seed 9, (8, 61, 8) float64) and a default-initialised RNN of each hidden
+    size in HIDDEN_SIZES (seed 2), as the notebook's experiment builds them."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(9)
+        x = torch.randn(8, 61, 8, dtype=torch.float64)
+        models = {}
+        for H in HIDDEN_SIZES:
+            torch.manual_seed(2)
+            models[H] = RNN(8, H).double()
+    return x, models
+
+
+@cache
+def hidden_size_factors() -> dict[int, float]:
+    """Per-step factor of ||d h_T / d x_t|| between distance 1 and 60, for each size."""
+    x, models = hidden_size_setup()
+    factors = {}
+    for H, rnn in models.items():
+        n = gradient_norms_by_distance(rnn, x)
+        factors[H] = (n[60] / n[1]).item() ** (1 / 59)
+    return factors
+
+
+def hidden_size_truth() -> str:
+    """'a': the wide RNN's factor is smaller by more than 0.15, 'b': within 0.15, 'c': larger
+    by more than 0.15."""
+    small, wide = (hidden_size_factors()[H] for H in HIDDEN_SIZES)
+    if abs(wide - small) <= 0.15:
+        return "b"
+    return "a" if wide < small else "c"
 
 
 @exercise(
-    "02.rnn_step",
-    f"One RNN step by hand: h_1 = tanh(W_xh x_1 + W_hh h_0 + b) with W_xh = {STEP['W_xh']}, "
-    f"W_hh = {STEP['W_hh']}, b = {STEP['b']}, x_1 = {STEP['x_1']}, h_0 = {STEP['h_0']}. "
-    "Give h_1 as a list of 2 floats (3 decimals are enough).",
+    "02.hidden_size",
+    f"Section 3 measured a plain RNN with H = {HIDDEN_SIZES[0]} hidden units and PyTorch's "
+    "default initialisation: per step back, its gradient norm was multiplied by about 0.53. "
+    f"Now take H = {HIDDEN_SIZES[1]}, eight times as many units, with the same initialisation "
+    "rule. Predict its per-step factor, measured between distance 1 and 60 on random inputs, "
+    f"next to an H = {HIDDEN_SIZES[0]} RNN's on the same inputs: (a) smaller by more than "
+    "0.15, the gradient vanishes faster; (b) within 0.15 of it, the gradient vanishes about as "
+    "fast; (c) larger by more than 0.15, more units remember longer. Answer with a letter.",
+    kind="predict",
+    solution=hidden_size_truth,
 )
 def _(answer):
-    h1, pre = _rnn_step()
-    if close(answer, h1, atol=2e-3):
+    if _letter(answer, "abc") == hidden_size_truth():
         return None
-    if close(answer, pre, atol=2e-3):
-        return "that is the pre-activation; the step ends with a tanh"
-    return "compute W_xh x_1 and W_hh h_0 as matrix-vector products (row times vector), add b"
+    return (
+        "look at how PyTorch draws W_hh: uniform in (-1/sqrt(H), 1/sqrt(H)); ask how much "
+        "such a matrix stretches a vector as H grows"
+    )
+
+
+# ---- predict: two stacks of causal convolutions ---------------------------------------------
+
+
+def conv_receptive_field(kernel: int, layers: int, T: int = 40) -> int:
+    """How many input positions the last output of a stack of causal 1-D convolutions
+    (left padding kernel - 1, tanh between layers) depends on, measured with autograd."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        convs = [nn.Conv1d(4, 4, kernel).double() for _ in range(layers)]
+        x = torch.randn(1, 4, T, dtype=torch.float64, requires_grad=True)  # (B, C, T)
+    h = x
+    for conv in convs:
+        h = torch.tanh(conv(F.pad(h, (kernel - 1, 0))))
+    (grad,) = torch.autograd.grad(h[0, :, -1].sum(), x)
+    return int((grad[0].abs().sum(0) > 0).sum())
+
+
+def cnn_reach_truth() -> str:
+    """'a': the first stack of CONV_STACKS sees farther, 'b': the second, 'c': the same."""
+    first, second = (conv_receptive_field(k, n) for k, n in CONV_STACKS)
+    return "c" if first == second else "a" if first > second else "b"
+
+
+@exercise(
+    "02.cnn_reach",
+    f"Two stacks of causal 1-D convolutions: {CONV_STACKS[0][1]} layers with kernel "
+    f"{CONV_STACKS[0][0]}, and {CONV_STACKS[1][1]} layers with kernel {CONV_STACKS[1][0]}. "
+    "Predict which output sees more past tokens: (a) the stack with the wider kernel; "
+    "(b) the deeper stack; (c) both see exactly the same number. Answer with a letter.",
+    kind="predict",
+    solution=cnn_reach_truth,
+)
+def _(answer):
+    if _letter(answer, "abc") == cnn_reach_truth():
+        return None
+    return "count, layer by layer, how many new past positions each layer adds to the window"
+
+
+# ---- implement: one LSTM step ---------------------------------------------------------------
+
+
+def lstm_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """One LSTM step: x (B, C), h and c (B, H), weights as in PyTorch (gate order i, f, g, o).
+    Returns (h_new, c_new), each (B, H)."""
+    a = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
+    i, f, g, o = a.chunk(4, dim=1)  # each (B, H)
+    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    h_new = torch.sigmoid(o) * torch.tanh(c_new)
+    return h_new, c_new
+
+
+def lstm_step_cases() -> list[tuple[tuple[int, int, int], tuple[torch.Tensor, ...]]]:
+    """((B, C, H), (x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)) in float64: batch 1,
+    hidden size 1 and input size 1 first, then random sizes."""
+    sizes = [(3, 4, 5), (1, 2, 3), (2, 3, 1), (4, 1, 2)]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        sizes += [tuple(int(n) for n in torch.randint(1, 7, (3,))) for _ in range(6)]
+        cases = []
+        for B, C, H in sizes:
+            shapes = [(B, C), (B, H), (B, H), (4 * H, C), (4 * H, H), (4 * H,), (4 * H,)]
+            cases.append(((B, C, H), tuple(torch.randn(s, dtype=torch.float64) for s in shapes)))
+    return cases
+
+
+def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """The package's LSTMCell with these weights copied in: the reference for 02.lstm_step."""
+    C, H = x.size(1), h.size(1)
+    cell = LSTMCell(C, H).double()
+    with torch.no_grad():
+        for p, w in zip(cell.parameters(), (weight_ih, weight_hh, bias_ih, bias_hh), strict=True):
+            p.copy_(w)
+        return cell(x, (h, c))
+
+
+def _first_difference(got: torch.Tensor, want: torch.Tensor) -> tuple[int, int]:
+    bad = ~torch.isclose(got, want, rtol=1e-6, atol=1e-8)
+    b, j = (int(i) for i in bad.nonzero()[0])
+    return b, j
+
+
+@exercise(
+    "02.lstm_step",
+    "Write lstm_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh) for one LSTM step, "
+    "from the equations of section 4. x is (B, C), h and c are (B, H); the weights are laid "
+    "out like PyTorch's: weight_ih (4H, C), weight_hh (4H, H), bias_ih and bias_hh (4H,), "
+    "their four blocks of H rows in the gate order i, f, g, o. Return (h_new, c_new), each "
+    "(B, H).",
+    kind="implement",
+    solution=lambda: lstm_step,
+)
+def _(fn):
+    for (B, C, H), args in lstm_step_cases():
+        where = f"B={B}, C={C}, H={H}"
+        result, hint = call_learner(fn, *(a.clone() for a in args))
+        if hint is not None:
+            return f"with {where}, {hint}"
+        if not isinstance(result, tuple) or len(result) != 2:
+            return "return a tuple (h_new, c_new) of two tensors"
+        h_new, c_new = result
+        if not isinstance(h_new, torch.Tensor) or not isinstance(c_new, torch.Tensor):
+            return "h_new and c_new must both be torch tensors"
+        if h_new.shape != (B, H) or c_new.shape != (B, H):
+            return (
+                f"with {where}: h_new has shape {tuple(h_new.shape)} and c_new "
+                f"{tuple(c_new.shape)}, expected (B, H) = {(B, H)} for both"
+            )
+        if torch.isnan(h_new).any() or torch.isnan(c_new).any():
+            return f"with {where} your result holds NaN"
+        want_h, want_c = lstm_cell_step(*args)
+        h_new, c_new = h_new.double(), c_new.double()
+        if torch.allclose(h_new, want_c) and torch.allclose(c_new, want_h):
+            return "h_new and c_new come back in the wrong order: return (h_new, c_new)"
+        if not torch.allclose(c_new, want_c, rtol=1e-6, atol=1e-8):
+            b, j = _first_difference(c_new, want_c)
+            return (
+                f"with {where}, c_new differs from the package's LSTMCell first at batch row "
+                f"{b}, unit {j}: check which block of rows feeds which gate, and which gates "
+                "take a sigmoid and which a tanh"
+            )
+        if not torch.allclose(h_new, want_h, rtol=1e-6, atol=1e-8):
+            b, j = _first_difference(h_new, want_h)
+            return (
+                f"with {where}, c_new is right but h_new differs first at batch row {b}, "
+                f"unit {j}: look at how h_new is made from c_new"
+            )
+    return None
+
+
+# ---- compute --------------------------------------------------------------------------------
+
+
+def _lstm_params() -> int:
+    return sum(p.numel() for p in LSTM(*LSTM_SIZES).parameters())
 
 
 @exercise(
     "02.lstm_params",
     f"How many trainable numbers does minitx.rnn.LSTM({LSTM_SIZES[0]}, {LSTM_SIZES[1]}) hold "
     "(weight_ih, weight_hh, bias_ih, bias_hh)? Give an int.",
+    solution=_lstm_params,
 )
 def _(answer):
     value = _number(answer)
-    want = sum(p.numel() for p in LSTM(*LSTM_SIZES).parameters())
+    want = _lstm_params()
     if value == want:
         return None
     if value * 4 == want:
@@ -73,22 +247,7 @@ def _(answer):
     return "weight_ih is (4H, C) and weight_hh is (4H, H); add the two biases of size 4H"
 
 
-@exercise(
-    "02.vanish_steps",
-    "With the estimate 0.45 per step, after how many steps N does the gradient factor "
-    "0.45^N first drop below 1e-6? Give an int.",
-)
-def _(answer):
-    value = _number(answer)
-    want = next(n for n in range(1, 1000) if vanishing_estimate(n).item() < 1e-6)
-    if value == want:
-        return None
-    if abs(value - want) == 1:
-        return "off by one: check 0.45^N on both sides of your answer"
-    return "solve 0.45^N < 1e-6 with logarithms: N > log(1e-6) / log(0.45)"
-
-
-def _forget_fraction() -> float:
+def forget_fraction() -> float:
     """c_STEPS / c_0 for an LSTM cell whose forget gate is FORGET and whose candidate is 0."""
     cell = LSTMCell(1, 1).double()
     with torch.no_grad():
@@ -107,10 +266,11 @@ def _forget_fraction() -> float:
     f"An LSTM cell's forget gate stays at f = {FORGET} and its candidate g is 0 at every step. "
     f"What fraction of the starting cell state c_0 is left after {STEPS} steps (c_{STEPS} / "
     "c_0)? Give a float.",
+    solution=lambda: round(forget_fraction(), 4),
 )
 def _(answer):
     value = _number(answer)
-    want = _forget_fraction()
+    want = forget_fraction()
     if close(value, want, atol=1e-3):
         return None
     if close(value, FORGET * STEPS, atol=1e-3) or close(value, 1 - (1 - FORGET) * STEPS):
@@ -118,16 +278,47 @@ def _(answer):
     return "with g = 0, c_t = f * c_(t-1); apply that repeatedly"
 
 
-@exercise(
-    "02.gru_shapes",
-    f"out, h_n = minitx.rnn.GRU{GRU_SIZES}(x) with x of shape {GRU_INPUT}. Give "
-    "(out.shape, h_n.shape) as a tuple of two tuples.",
+# ---- think ----------------------------------------------------------------------------------
+
+think(
+    "02.cnn_or_rnn",
+    "Before attention, sequences were modelled with recurrent networks and with stacks of "
+    "convolutions over time. Compare the two on three counts: what an output position can "
+    "depend on, how the work of one long sequence can be spread over many cores, and how the "
+    "cost of reaching k tokens back grows. Which weakness of each one does attention remove, "
+    "and what does attention pay for it?",
+    "An RNN's state at step t depends on every earlier token, but through a chain of t "
+    "multiplications, so old tokens fade (vanishing gradients), and the steps must run one "
+    "after another. A stack of causal convolutions depends only on a fixed window of "
+    "1 + L(k - 1) tokens, but sees that window without fading through time, and every "
+    "position is computed at once, so it parallelises over the length. Reaching k tokens back "
+    "costs an RNN k sequential steps and a convolution stack about k / (kernel - 1) layers (or "
+    "log k with dilations). Attention connects every pair of positions in one step, in "
+    "parallel, with no fixed window; it pays with work and memory that grow with the square "
+    "of the length, and it needs positional information to know the order.",
 )
-def _(answer):
-    out_shape, h_shape = (tuple(int(n) for n in s) for s in answer)
-    out, h_n = GRU(*GRU_SIZES)(torch.zeros(GRU_INPUT))
-    if (out_shape, h_shape) == (tuple(out.shape), tuple(h_n.shape)):
-        return None
-    if out_shape != tuple(out.shape):
-        return "out holds the hidden state of every step, batch first: (B, T, hidden_size)"
-    return "h_n is the last hidden state with a leading num_layers dimension, like PyTorch's"
+
+
+teaching_notes(
+    "02",
+    goals=(
+        "Compute an RNN step by hand and explain weight sharing across time.",
+        "Read and check from-scratch RNN, LSTM and GRU cells against PyTorch with copied "
+        "weights, and write one LSTM step.",
+        "Measure vanishing gradients with autograd and compare them with the 0.45^N estimate; "
+        "explain the LSTM's additive cell state and its forget gate.",
+        "Measure the two limits that attention removes: the RNN's sequential chain and the "
+        "convolution's fixed window.",
+    ),
+    misconceptions=(
+        "The back-of-envelope 0.45^N gives the rate; it gives the shape, the measured rate "
+        "differs.",
+        "A wider RNN remembers longer; with the default initialisation the gain per step "
+        "stays about the same.",
+        "An LSTM cannot forget; its forget gate multiplies the cell state at every step.",
+        "A bigger batch makes a recurrent network's steps run in parallel; it parallelises "
+        "across sequences, never across time.",
+    ),
+    reading_minutes=70,
+    assign=("02.hidden_size", "02.lstm_step", "02.cnn_reach", "02.cnn_or_rnn"),
+)

@@ -1,7 +1,10 @@
-"""Exercises of notebook 03 (Bahdanau attention): the task's rules, scores by hand, context.
+"""Exercises of notebook 03 (Bahdanau attention): the task's rules, additive attention
+written by the learner, a prediction about a repeated encoder state, and an open question
+on the bottleneck.
 
-Expected answers are computed with :mod:`minitx.tasks.dates`, :mod:`minitx.attention` and
-:mod:`minitx.seq2seq`, never typed in.
+Expected answers are computed with :mod:`minitx.tasks.dates` and :mod:`minitx.attention`,
+never typed in. Random inputs are drawn under ``torch.random.fork_rng`` so that checking an
+answer does not move the learner's random numbers.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ import datetime
 from typing import Any
 
 import torch
+from torch import Tensor
 
-from minitx.attention import AdditiveAttention, DotProductAttention
-from minitx.exercises import close, exercise
+from minitx.attention import AdditiveAttention
+from minitx.exercises import call_learner, exercise, teaching_notes, think
 from minitx.tasks import dates
 
 # The four sources of "03.iso": (date, format); the prompt shows format_date of each.
@@ -22,12 +26,6 @@ ISO_CASES = (
     (datetime.date(2049, 2, 1), "dd.mm.yyyy"),
     (datetime.date(1987, 7, 14), "weekday the dth of month yyyy"),
 )
-
-# The tiny additive-attention problem: decoder state s, three encoder states h_j,
-# W = U = identity, v = [1, 1].
-S = (1.0, 0.0)
-H = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
-V = (1.0, 1.0)
 
 
 def iso_sources() -> list[str]:
@@ -39,64 +37,13 @@ def expected_iso() -> list[str]:
     return [d.isoformat() for d, _ in ISO_CASES]
 
 
-def tiny_additive() -> AdditiveAttention:
-    """AdditiveAttention(2, 2, 2) with W = U = I and v = [1, 1], in float64."""
-    att = AdditiveAttention(2, 2, 2).double()
-    with torch.no_grad():
-        att.W_q.weight.copy_(torch.eye(2))
-        att.W_k.weight.copy_(torch.eye(2))
-        att.v.weight.copy_(torch.tensor([V], dtype=torch.float64))
-    return att
-
-
-def _tiny_inputs() -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.tensor([S], dtype=torch.float64), torch.tensor([H], dtype=torch.float64)
-
-
-def expected_additive() -> tuple[torch.Tensor, torch.Tensor]:
-    """(weights (3,), context (2,)) of the tiny problem with additive scores.
-
-    (Building the module draws random initial weights; fork_rng keeps the learner's
-    random state untouched.)"""
-    s, h = _tiny_inputs()
-    with torch.random.fork_rng(), torch.no_grad():
-        context, weights = tiny_additive()(s, h)
-    return weights[0], context[0]
-
-
-def expected_dot() -> torch.Tensor:
-    """Weights (3,) of the tiny problem with the unscaled dot-product score s . h_j."""
-    s, h = _tiny_inputs()
-    return DotProductAttention(2, scaled=False)(s, h)[1][0]
-
-
-def expected_memory(T: int = 40, hidden_size: int = 64) -> dict[str, int]:
-    """How many numbers the decoder can read about a T-character source, with and
-    without attention, measured on the encoder of a real model."""
-    from minitx.seq2seq import Seq2Seq
-
-    src = torch.full((1, T), dates.SOURCE_VOCAB.id("a"))
-    with torch.random.fork_rng(), torch.no_grad():
-        model = Seq2Seq.for_dates(attention=None, hidden_size=hidden_size)
-        states, last, _ = model.encode(src, torch.tensor([T]))
-    return {"without": last.numel(), "with": states.numel()}
-
-
-def _weights_hint(answer: Any, expected: torch.Tensor, how: str) -> str | None:
-    if len(answer) != len(expected):
-        return f"give {len(expected)} weights, one per encoder state; got {len(answer)}"
-    if abs(sum(float(a) for a in answer) - 1.0) > 0.02:
-        return "attention weights are a softmax over the source positions: they add up to 1"
-    if not close(answer, expected, atol=0.0051):
-        return how
-    return None
-
-
 @exercise(
     "03.iso",
     "Following the task's rules (numeric dates are day first; two-digit years 50-99 are "
     "19xx, 00-49 are 20xx), write the ISO date of each source in "
     "minitx.exercises.nb03.iso_sources() as a list of 4 strings 'yyyy-mm-dd'.",
+    kind="compute",
+    solution=expected_iso,
 )
 def _iso(answer: Any) -> str | None:
     if isinstance(answer, str) or not hasattr(answer, "__len__"):
@@ -104,17 +51,11 @@ def _iso(answer: Any) -> str | None:
     expected = expected_iso()
     if len(answer) != len(expected):
         return f"give {len(expected)} dates, one per source; got {len(answer)}"
-    wrong = []
-    for i, (a, e) in enumerate(zip(answer, expected, strict=True)):
-        a = str(a).strip()
-        if a != e:
-            wrong.append(i)
-    if not wrong:
-        return None
     hints = []
-    for i in wrong:
+    for i, e in enumerate(expected):
         a = str(answer[i]).strip()
-        e = expected[i]
+        if a == e:
+            continue
         if len(a) != 10 or a[4] != "-" or a[7] != "-":
             hints.append(f"#{i}: ISO is yyyy-mm-dd, 10 characters with zero-padded month and day")
         elif a[:4] != e[:4] and a[2:4] == e[2:4]:
@@ -123,66 +64,196 @@ def _iso(answer: Any) -> str | None:
             hints.append(f"#{i}: month and day are swapped; numeric dates are day first")
         else:
             hints.append(f"#{i} is not right yet")
-    return "; ".join(hints)
+    return "; ".join(hints) or None
+
+
+# ---- implement: one step of additive attention ------------------------------------------
+
+
+def additive_attention(
+    s: Tensor, h: Tensor, W: Tensor, U: Tensor, v: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor]:
+    """One decoder step of Bahdanau attention: context (B, d_h) and weights (B, T)."""
+    scores = torch.tanh((s @ W.T)[:, None, :] + h @ U.T) @ v  # (B, T)
+    scores = scores.masked_fill(~mask, float("-inf"))  # padding: weight exactly 0
+    weights = torch.softmax(scores, dim=-1)  # over the source positions
+    return (weights[:, :, None] * h).sum(dim=1), weights  # sum_j a_j h_j
+
+
+def _additive_cases() -> list[tuple[Tensor, ...]]:
+    """(s, h, W, U, v, mask) in float64: batch 1, length 1, padding, sizes that differ."""
+    cases = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        for B, T, d_s, d_h, A, lengths in (
+            (1, 1, 2, 2, 2, (1,)),
+            (1, 4, 3, 2, 5, (4,)),
+            (2, 5, 4, 6, 3, (5, 5)),
+            (3, 6, 4, 6, 3, (6, 2, 1)),
+            (4, 9, 8, 10, 4, (9, 3, 7, 1)),
+        ):
+            s = torch.randn(B, d_s, dtype=torch.float64)
+            h = torch.randn(B, T, d_h, dtype=torch.float64)
+            W = torch.randn(A, d_s, dtype=torch.float64)
+            U = torch.randn(A, d_h, dtype=torch.float64)
+            v = 2 * torch.randn(A, dtype=torch.float64)
+            mask = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]
+            cases.append((s, h, W, U, v, mask))
+    return cases
+
+
+def _package_additive(s, h, W, U, v, mask) -> tuple[Tensor, Tensor]:
+    att = AdditiveAttention(W.size(1), U.size(1), W.size(0)).double()
+    with torch.no_grad():
+        att.W_q.weight.copy_(W)
+        att.W_k.weight.copy_(U)
+        att.v.weight.copy_(v[None, :])
+        return att(s, h, mask=mask)
 
 
 @exercise(
     "03.additive",
-    "Additive attention by hand: s = [1, 0], h_1 = [1, 0], h_2 = [0, 1], h_3 = [1, 1], "
-    "W = U = identity, v = [1, 1]. score_j = v . tanh(W s + U h_j). Give the three weights "
-    "a_1, a_2, a_3 (softmax of the scores) to two decimals, as a list.",
+    "Write additive_attention(s, h, W, U, v, mask) for one decoder step: s (B, d_s) is the "
+    "decoder state, h (B, T, d_h) the encoder states, W (A, d_s), U (A, d_h) and v (A,) the "
+    "score's weights, mask (B, T) bool, True on real source characters. Return (context, "
+    "weights): weights (B, T) the softmax over the source positions of "
+    "v . tanh(W s + U h_j), zero on padding; context (B, d_h) = sum_j a_j h_j. Answer with "
+    "the function.",
+    kind="implement",
+    solution=lambda: additive_attention,
 )
 def _additive(answer: Any) -> str | None:
-    weights, _ = expected_additive()
-    s, h = _tiny_inputs()
-    plain_dot = torch.softmax((h[0] @ s[0]), dim=-1)
-    if len(answer) == 3 and close(answer, plain_dot, atol=0.0051):
-        return "those are dot-product weights; the additive score goes through tanh first"
-    return _weights_hint(
-        answer, weights, "add s and h_j, take tanh of each entry, sum the entries (v = [1, 1]), "
-        "then softmax over j",
-    )
-
-
-@exercise(
-    "03.context",
-    "With the weights of '03.additive', give the context vector c = a_1 h_1 + a_2 h_2 + "
-    "a_3 h_3 to two decimals, as a list of two numbers.",
-)
-def _context(answer: Any) -> str | None:
-    _, context = expected_additive()
-    if len(answer) != len(context):
-        return f"c has as many entries as an encoder state ({len(context)}); got {len(answer)}"
-    if not close(answer, context, atol=0.011):
-        return "c is a weighted sum of the h_j: multiply each h_j by its weight, add entrywise"
+    if not callable(answer):
+        return f"answer with a function, got {type(answer).__name__}"
+    for case in _additive_cases():
+        h, mask = case[1], case[5]
+        B, T, d_h = h.shape
+        lengths = mask.sum(dim=1).tolist()
+        where = f"for a batch of {B}, T = {T}, real lengths {lengths}"
+        got, error = call_learner(answer, *(t.clone() for t in case))
+        if error:
+            return f"{where}: {error}"
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return "return a pair (context, weights)"
+        context, weights = (torch.as_tensor(t, dtype=torch.float64) for t in got)
+        if tuple(weights.shape) != (B, T):
+            return f"{where}: weights must be (B, T) = {(B, T)}, got {tuple(weights.shape)}"
+        if tuple(context.shape) != (B, d_h):
+            return f"{where}: context must be (B, d_h) = {(B, d_h)}, got {tuple(context.shape)}"
+        e_context, e_weights = _package_additive(*case)
+        if torch.isnan(weights).any():
+            return f"{where}: your weights hold NaN"
+        if not torch.allclose(weights.sum(dim=1), torch.ones(B, dtype=torch.float64), atol=1e-6):
+            return (
+                f"{where}: each row of weights must add up to 1 (a softmax over the "
+                "source positions, one row per batch element)"
+            )
+        if (weights[~mask].abs() > 1e-9).any():
+            b, j = (~mask & (weights.abs() > 1e-9)).nonzero()[0].tolist()
+            return f"{where}: row {b} gives weight to position {j}, which is padding"
+        bad = ~torch.isclose(weights, e_weights, atol=1e-6)
+        if bad.any():
+            b, j = bad.nonzero()[0].tolist()
+            return (
+                f"{where}: the first wrong weight is at row {b}, position {j}; check "
+                "the score of each position"
+            )
+        bad = ~torch.isclose(context, e_context, atol=1e-6)
+        if bad.any():
+            b, k = bad.nonzero()[0].tolist()
+            return f"{where}: the weights are right, the context is not (row {b}, entry {k})"
     return None
 
 
-@exercise(
-    "03.dot",
-    "Same s and h_j, now with the plain dot-product score score_j = s . h_j (not scaled). "
-    "Give the three weights to two decimals, as a list.",
-)
-def _dot(answer: Any) -> str | None:
-    expected = expected_dot()
-    weights, _ = expected_additive()
-    if len(answer) == 3 and close(answer, weights, atol=0.0051):
-        return "those are the additive weights; here the score is just s . h_j"
-    return _weights_hint(answer, expected, "score_j = s . h_j, then softmax over the three scores")
+# ---- predict: an encoder state that appears twice ---------------------------------------
+
+DUPLICATE_CHOICES = {
+    "a": "the context stays exactly c",
+    "b": "the context moves toward h_3",
+    "c": "the context moves away from h_3",
+    "d": "it depends on the weights W, U and v",
+}
+
+
+def duplicate_truth(n_trials: int = 200) -> str:
+    """The letter of :data:`DUPLICATE_CHOICES` that holds on ``n_trials`` random additive
+    attentions: the context with h_3 appended a second time, against the context without."""
+    moved = []
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        for _ in range(n_trials):
+            att = AdditiveAttention(4, 4, 4).double()
+            s = torch.randn(1, 4, dtype=torch.float64)
+            h = torch.randn(1, 3, 4, dtype=torch.float64)
+            c, _ = att(s, h)
+            c2, _ = att(s, torch.cat([h, h[:, 2:]], dim=1))
+            before, after = (c - h[:, 2]).norm(), (c2 - h[:, 2]).norm()
+            moved.append("a" if torch.isclose(before, after) else "b" if after < before else "c")
+    return moved[0] if len(set(moved)) == 1 else "d"
 
 
 @exercise(
-    "03.memory",
-    "An encoder with hidden_size 64 reads a 40-character source. How many numbers can the "
-    "decoder consult about the source without attention (the single context vector), and "
-    "with attention (every encoder state)? Answer {'without': ..., 'with': ...}.",
+    "03.duplicate",
+    "A decoder state s attends with additive attention over three encoder states h_1, h_2, "
+    "h_3 and gets the context c. The same source now has a fourth encoder state, an exact "
+    "copy of h_3, and s attends over all four. Predict the new context: (a) exactly c; "
+    "(b) it moves toward h_3; (c) it moves away from h_3; (d) that depends on W, U and v. "
+    "Answer with a letter.",
+    kind="predict",
+    solution=lambda: "b",
 )
-def _memory(answer: Any) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != {"without", "with"}:
-        return "answer with a dict {'without': number, 'with': number}"
-    expected = expected_memory()
-    if int(answer["without"]) != expected["without"]:
-        return "without attention the decoder sees one vector of hidden_size numbers"
-    if int(answer["with"]) != expected["with"]:
-        return "with attention it can look at one state of hidden_size numbers per character"
-    return None
+def _duplicate(answer: Any) -> str | None:
+    if not isinstance(answer, str):
+        return f"answer with one letter, a to d, as a string; got a {type(answer).__name__}"
+    letter = answer.strip().strip("()").lower()
+    if letter not in DUPLICATE_CHOICES:
+        return f"answer with one letter, a to d; got {answer!r}"
+    if letter == duplicate_truth():
+        return None
+    return {
+        "a": "the copy gets a score of its own: what happens to the softmax's denominator, "
+        "and so to the weights of h_1 and h_2?",
+        "c": "add up the weight that the two copies of h_3 get together, before and after",
+        "d": "write the new weights with the old ones: exp(e_j) / (Z + exp(e_3)); which "
+        "part of that depends on W, U or v?",
+    }.get(letter, "compare the new context with the old one and h_3")
+
+
+# ---- open question ------------------------------------------------------------------------
+
+think(
+    "03.bottleneck",
+    "Without attention the decoder learns about the source only through h_T, 64 numbers. "
+    "Would doubling the hidden size to 128 remove the bottleneck you measured on two-date "
+    "inputs? What grows with the length of the source when the decoder attends, and what "
+    "stays fixed without attention? Which would you change first if the inputs held ten "
+    "dates?",
+    "A larger h_T carries more, so it would help, but it stays a fixed budget: the same "
+    "vector must hold one date or ten, and the encoder must learn to pack every field into "
+    "it and the decoder to unpack them in order, which is hard to learn in few steps. With "
+    "attention the memory the decoder reads grows with the input (one H-sized state per "
+    "character, T x H numbers) and each step reads only what it needs, so the number of "
+    "dates changes what it must find, not how much it must squeeze. For ten dates, "
+    "attention is the change to make; a larger H alone postpones the problem.",
+)
+
+teaching_notes(
+    "03",
+    goals=(
+        "Describe an RNN encoder-decoder and why one context vector limits what the decoder "
+        "can read.",
+        "Compute additive attention: scores v . tanh(W s + U h_j), a softmax over source "
+        "positions with padding masked, and the context as a weighted sum.",
+        "Design a fair comparison: equal training for both models, the number of dates held "
+        "fixed, spread over seeds.",
+        "Read an alignment heatmap, and say what it does not show.",
+    ),
+    misconceptions=(
+        "A long input is hard in itself; what costs the model without attention is how much "
+        "the input holds (one date or two), not its length in characters.",
+        "Attention weights are an explanation of how the output was computed.",
+        "A model compared after fewer training steps was compared fairly.",
+    ),
+    reading_minutes=60,
+    assign=("03.additive", "03.duplicate", "03.bottleneck"),
+)

@@ -1,28 +1,100 @@
-"""Exercises of notebook 04 (self-attention): calculator work on shapes and weights.
+"""Exercises of notebook 04 (self-attention).
 
-Expected answers are computed with :mod:`minitx.attention`, never typed in.
+Two predictions (a shifted key, a repeated word), one implementation (attention itself,
+tested against :func:`minitx.attention.scaled_dot_product_attention`), two pieces of
+calculator work and one open question. Expected answers are computed with the package,
+never typed in.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
-from minitx.attention import masked_softmax, scaled_dot_product_attention
-from minitx.exercises import close, exercise
+from minitx.attention import scaled_dot_product_attention
+from minitx.exercises import call_learner, close, exercise, teaching_notes, think
+from minitx.word_attention import embed_tokens, random_projections
 
+DT = torch.float64
 SHAPE_NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "S", "A", "Z")
-TOKENS = ("not", "guilty", "plea")
-SCALED_SCORES = (0.0, 1.0, 2.0)  # "not guilty plea", first row, already divided by sqrt(d_k)
-VALUES = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))  # V of "not guilty plea"
+
+SHIFT_CHOICES = {
+    "a": "unchanged",
+    "b": "every row sharper",
+    "c": "every row flatter",
+    "d": "changed, not in one direction",
+}
+REPEAT_CHOICES = {
+    "a": "unchanged",
+    "b": "moves straight towards v_river",
+    "c": "moves straight away from v_river",
+    "d": "moves in some other direction",
+}
+REPEAT_SENTENCE = ("the", "bank", "of", "the", "river")
+
+
+def _letter_or_words(answer: Any, choices: dict[str, str]) -> str | None:
+    """The outcome a learner picked, by letter ('b', '(b)') or by its words; None if
+    neither."""
+    if not isinstance(answer, str):
+        return None
+    text = answer.strip().strip("()'\". ").lower()
+    if text in choices:
+        return choices[text]
+    return text if text in choices.values() else None
+
+
+def _entropy(weights: torch.Tensor) -> torch.Tensor:
+    return -(weights * weights.clamp_min(1e-300).log()).sum(-1)
+
+
+def shift_keys_outcome() -> str:
+    """Add one vector c to every key, on random Q, K, V: how do the rows of A change?"""
+    g = torch.Generator().manual_seed(4)
+    Q, K, V = (torch.randn(6, 4, generator=g, dtype=DT) for _ in range(3))
+    c = 3.0 * torch.randn(4, generator=g, dtype=DT)
+    _, A = scaled_dot_product_attention(Q, K, V)
+    _, A_shifted = scaled_dot_product_attention(Q, K + c, V)
+    if torch.allclose(A, A_shifted, rtol=0, atol=1e-12):
+        return SHIFT_CHOICES["a"]
+    change = _entropy(A_shifted) - _entropy(A)
+    if (change < 0).all():
+        return SHIFT_CHOICES["b"]
+    if (change > 0).all():
+        return SHIFT_CHOICES["c"]
+    return SHIFT_CHOICES["d"]
+
+
+def repeat_word_outcome(d_model: int = 16) -> str:
+    """Append a second 'river' to 'the bank of the river': where does the output of
+    'bank' go, relative to the value vector of 'river'? (Notebook 04's fixed embeddings
+    and projections.)"""
+    W_Q, W_K, W_V = random_projections(d_model, d_k=16)
+
+    def bank_output(words: tuple[str, ...]) -> torch.Tensor:
+        X = embed_tokens(list(words), d_model)
+        return scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V)[0][words.index("bank")]
+
+    before = bank_output(REPEAT_SENTENCE)
+    after = bank_output((*REPEAT_SENTENCE, "river"))
+    v_river = (embed_tokens(["river"], d_model) @ W_V)[0]
+    step, towards = after - before, v_river - before
+    if step.norm() < 1e-9:
+        return REPEAT_CHOICES["a"]
+    cos = torch.cosine_similarity(step, towards, dim=0).item()
+    if cos > 1 - 1e-9:
+        return REPEAT_CHOICES["b"]
+    if cos < -1 + 1e-9:
+        return REPEAT_CHOICES["c"]
+    return REPEAT_CHOICES["d"]
 
 
 def expected_shapes(n: int = 4, d_model: int = 6, d_k: int = 3, d_v: int = 3) -> dict:
     """Run self-attention on tensors of these sizes and read off every shape.
 
-    (Ones, not random numbers: only the shapes matter, and the learner's random state
-    stays untouched.)"""
+    (Ones, not random numbers: only the shapes matter.)"""
     X = torch.ones(n, d_model)
     W_Q, W_K, W_V = torch.ones(d_model, d_k), torch.ones(d_model, d_k), torch.ones(d_model, d_v)
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V
@@ -32,27 +104,165 @@ def expected_shapes(n: int = 4, d_model: int = 6, d_k: int = 3, d_v: int = 3) ->
     return {name: tuple(t.shape) for name, t in tensors.items()}
 
 
-def expected_weights() -> torch.Tensor:
-    """Softmax of the scaled scores [0, 1, 2]."""
-    return masked_softmax(torch.tensor(SCALED_SCORES, dtype=torch.float64))
-
-
-def expected_z1() -> torch.Tensor:
-    """Z_1 = sum_j a_j v_j with the weights of :func:`expected_weights`."""
-    return expected_weights() @ torch.tensor(VALUES, dtype=torch.float64)
-
-
 def expected_tiny() -> torch.Tensor:
     """Weights of q = [2, 0] over k1 = [1, 0], k2 = [0, 1] (d_k = 2)."""
-    q = torch.tensor([[2.0, 0.0]], dtype=torch.float64)
-    K = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    q = torch.tensor([[2.0, 0.0]], dtype=DT)
+    K = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT)
     return scaled_dot_product_attention(q, K, K)[1][0]
+
+
+# ---- predict -----------------------------------------------------------------------------
+
+
+@exercise(
+    "04.shift_keys",
+    "Take any self-attention and add the same vector c to every key (queries and values "
+    "stay as they are). What happens to the attention weights A? (a) unchanged; (b) every "
+    "row gets sharper; (c) every row gets flatter; (d) they change, but not in one "
+    "direction. Answer with the letter.",
+    kind="predict",
+    solution=shift_keys_outcome,
+)
+def _shift_keys(answer: Any) -> str | None:
+    picked = _letter_or_words(answer, SHIFT_CHOICES)
+    if picked is None:
+        return "answer with one letter: 'a', 'b', 'c' or 'd'"
+    if picked != shift_keys_outcome():
+        return (
+            "not what happens: write the new score q . (k_j + c) as two terms, and ask "
+            "which of them differs from key to key"
+        )
+    return None
+
+
+@exercise(
+    "04.repeat_word",
+    "In 'the bank of the river' (no positions), 'bank' leaves attention with a vector z. "
+    "Append a second 'river': 'the bank of the river river'. What happens to z? "
+    "(a) unchanged, since the same words surround 'bank'; (b) it moves straight towards "
+    "v_river, the value vector of 'river'; (c) it moves straight away from v_river; (d) it "
+    "moves in some other direction. Answer with the letter.",
+    kind="predict",
+    solution=repeat_word_outcome,
+)
+def _repeat_word(answer: Any) -> str | None:
+    picked = _letter_or_words(answer, REPEAT_CHOICES)
+    if picked is None:
+        return "answer with one letter: 'a', 'b', 'c' or 'd'"
+    if picked != repeat_word_outcome():
+        return (
+            "not what happens: write z as a sum of e^(score) * value over the keys, divided "
+            "by the sum of e^(score); then add one more term for the new key"
+        )
+    return None
+
+
+# ---- implement ---------------------------------------------------------------------------
+
+
+def attention(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(Q K^T / sqrt(d_k)) V and the weights, for Q (..., n_q, d_k), K (..., n_k,
+    d_k), V (..., n_k, d_v)."""
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))  # (..., n_q, n_k)
+    A = torch.softmax(scores, dim=-1)  # each row sums to 1
+    return A @ V, A
+
+
+def attention_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Random test inputs (seeded): one sentence, a batch of heads with n_q != n_k and
+    d_k != d_v, large scores, a single token and a batch of one."""
+    g = torch.Generator().manual_seed(404)
+
+    def randn(*shape: int, scale: float = 1.0) -> torch.Tensor:
+        return scale * torch.randn(*shape, generator=g, dtype=DT)
+
+    return [
+        (randn(5, 4), randn(5, 4), randn(5, 3)),
+        (randn(2, 3, 6, 8), randn(2, 3, 7, 8), randn(2, 3, 7, 5)),
+        (randn(4, 16, scale=2.0), randn(4, 16, scale=2.0), randn(4, 2)),
+        (randn(1, 3), randn(1, 3), randn(1, 2)),
+        (randn(1, 3, 2), randn(1, 3, 2), randn(1, 3, 2)),
+    ]
+
+
+def _first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
+    index = ((got - expected).abs() > 1e-6).nonzero()[0].tolist()
+    return str(tuple(index)) if len(index) > 1 else str(index[0])
+
+
+def _diagnose_weights(
+    A: torch.Tensor, want_A: torch.Tensor, Q: torch.Tensor, K: torch.Tensor, shapes: str
+) -> str:
+    """What is wrong with weights A that differ from the expected ones."""
+    if not torch.allclose(A.sum(-1), torch.ones(A.shape[:-1], dtype=DT), atol=1e-6):
+        if torch.allclose(A.sum(-2), torch.ones(A.shape[:-2] + A.shape[-1:], dtype=DT), atol=1e-6):
+            return "your columns of A sum to 1, not its rows: check the softmax's axis"
+        return f"on {shapes}, the rows of your A do not sum to 1"
+    raw = Q @ K.transpose(-2, -1)
+    for wrong_scale, what in (
+        (1.0, "you did not scale the scores"),
+        (Q.size(-1), "you divided the scores by d_k"),
+    ):
+        if torch.allclose(A, torch.softmax(raw / wrong_scale, -1), atol=1e-6):
+            return f"{what}: the scale is 1 / sqrt(d_k)"
+    return (
+        f"on {shapes}, your A differs from the expected weights, first at "
+        f"{_first_difference(A, want_A)}"
+    )
+
+
+@exercise(
+    "04.attention",
+    "Write attention(Q, K, V) that returns (Z, A): A = softmax(Q K^T / sqrt(d_k)) and "
+    "Z = A V, for Q of shape (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v), where "
+    "'...' is any number of batch dimensions (none, or batch and heads).",
+    kind="implement",
+    solution=lambda: attention,
+)
+def _attention(fn: Any) -> str | None:
+    for Q, K, V in attention_inputs():
+        shapes = f"Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
+        result, hint = call_learner(fn, Q.clone(), K.clone(), V.clone())
+        if hint is not None:
+            return f"on {shapes}: {hint}"
+        if not (isinstance(result, tuple) and len(result) == 2):
+            return "return two tensors, (Z, A)"
+        Z, A = (torch.as_tensor(t, dtype=DT) for t in result)
+        want_Z, want_A = scaled_dot_product_attention(Q, K, V)
+        if Z.shape == want_A.shape and A.shape == want_Z.shape and A.shape != Z.shape:
+            return "return them in the order (Z, A): the outputs first, then the weights"
+        if A.shape != want_A.shape:
+            return (
+                f"on {shapes}, A should have shape {tuple(want_A.shape)}, yours has "
+                f"{tuple(A.shape)}"
+            )
+        if Z.shape != want_Z.shape:
+            return (
+                f"on {shapes}, Z should have shape {tuple(want_Z.shape)}, yours has "
+                f"{tuple(Z.shape)}: Z is the weighted sum of the values"
+            )
+        if torch.isnan(A).any() or torch.isnan(Z).any():
+            return f"on {shapes}, your A or Z holds NaN"
+        if not torch.allclose(A, want_A, atol=1e-6):
+            return _diagnose_weights(A, want_A, Q, K, shapes)
+        if not torch.allclose(Z, want_Z, atol=1e-6):
+            return (
+                f"A is right but Z is not on {shapes}, first at "
+                f"{_first_difference(Z, want_Z)}: Z is the weighted sum of the values"
+            )
+    return None
+
+
+# ---- compute -----------------------------------------------------------------------------
 
 
 @exercise(
     "04.shapes",
     "Self-attention with n = 4 tokens, d_model = 6, d_k = d_v = 3: give the shape of each of "
     "X, W_Q, W_K, W_V, Q, K, V, S, A, Z as a dict of tuples, e.g. {'X': (rows, cols), ...}.",
+    solution=expected_shapes,
 )
 def _shapes(answer: Any) -> str | None:
     if not isinstance(answer, dict):
@@ -71,63 +281,61 @@ def _shapes(answer: Any) -> str | None:
 
 
 @exercise(
-    "04.softmax",
-    "The scaled scores of 'not' against 'not', 'guilty', 'plea' are [0, 1, 2]. Give the three "
-    "attention weights (softmax) to two decimals, as a list.",
-)
-def _softmax(answer: Any) -> str | None:
-    expected = expected_weights()
-    if len(answer) != len(expected):
-        return f"give {len(expected)} weights, one per token; got {len(answer)}"
-    if abs(sum(float(a) for a in answer) - 1.0) > 0.02:
-        return "softmax weights add up to 1; yours do not"
-    if not close(answer, expected, atol=0.0051):
-        return "compute exp(s) for each score, then divide each by their sum"
-    return None
-
-
-@exercise(
-    "04.dominant",
-    "With those weights, which token does 'not' attend to most? Answer with the word "
-    "('not', 'guilty' or 'plea').",
-)
-def _dominant(answer: Any) -> str | None:
-    if not isinstance(answer, str):
-        return f"answer with one word as a string, got a {type(answer).__name__}"
-    word = answer.strip().strip("'\"").lower()
-    if word not in TOKENS:
-        return f"answer with one of {', '.join(TOKENS)}"
-    if word != TOKENS[int(expected_weights().argmax())]:
-        return "look for the largest weight: the largest score wins"
-    return None
-
-
-@exercise(
-    "04.z1",
-    "The values are v_not = [1, 0], v_guilty = [0, 1], v_plea = [1, 1]. Give Z_1, the output "
-    "of 'not', to two decimals, as a list of two numbers.",
-)
-def _z1(answer: Any) -> str | None:
-    expected = expected_z1()
-    if len(answer) != len(expected):
-        return f"Z_1 has as many entries as a value vector ({len(expected)}); got {len(answer)}"
-    if not close(answer, expected, atol=0.011):
-        return "Z_1 = a_1 * v_not + a_2 * v_guilty + a_3 * v_plea, entry by entry"
-    return None
-
-
-@exercise(
     "04.tiny",
     "One query q = [2, 0] and two keys k1 = [1, 0], k2 = [0, 1] (d_k = 2). Give the two "
     "attention weights to two decimals, as a list.",
+    solution=lambda: [round(w, 4) for w in expected_tiny().tolist()],
 )
 def _tiny(answer: Any) -> str | None:
     expected = expected_tiny()
     if len(answer) != len(expected):
         return f"give {len(expected)} weights, one per key; got {len(answer)}"
-    raw = torch.softmax(torch.tensor([2.0, 0.0], dtype=torch.float64), -1)
+    raw = torch.softmax(torch.tensor([2.0, 0.0], dtype=DT), -1)
     if close(answer, raw, atol=0.0051):
         return "close: you forgot to divide the scores by sqrt(d_k)"
     if not close(answer, expected, atol=0.0051):
         return "score_j = q . k_j / sqrt(d_k), then a softmax over the two scores"
     return None
+
+
+# ---- think -------------------------------------------------------------------------------
+
+think(
+    "04.why_scale",
+    "The factor 1/sqrt(d_k) was derived for queries and keys whose entries have mean 0 and "
+    "variance 1, which is roughly true when training starts. Training then changes W_Q and "
+    "W_K freely. After training, does the scale still keep the scores at variance 1? If "
+    "not, why is it still worth having?",
+    "No: once W_Q and W_K are trained, the queries and keys have whatever size the model "
+    "found useful, and the scores can be much larger or smaller than 1 (a head that must "
+    "pick one token learns large scores on purpose). The scale matters most at the start: "
+    "it makes the initial softmax unsaturated for any head size, so gradients reach W_Q and "
+    "W_K and learning can begin. Without it, a large d_k starts training with near one-hot "
+    "rows and vanishing gradients, and the model would first have to learn to shrink W_Q "
+    "and W_K. It also lets the same learning rate and initialisation work across head sizes.",
+)
+
+
+teaching_notes(
+    "04",
+    goals=(
+        "Compute Q = XW_Q, K = XW_K, V = XW_V and softmax(QK^T / sqrt(d_k)) V by hand on "
+        "small cases, and give the shape of every matrix.",
+        "Explain with measurements why the scores are divided by sqrt(d_k): the softmax "
+        "saturates and its gradient vanishes without it.",
+        "Show that self-attention ignores word order (permutation equivariance) yet makes "
+        "the same word's vector depend on its context.",
+        "Use the temperature to sharpen or flatten the weights, and catch a softmax taken "
+        "over the wrong axis.",
+    ),
+    misconceptions=(
+        "Attention weights change whenever the keys change (adding one vector to every "
+        "key changes nothing).",
+        "Without positions only the set of surrounding words matters (how often a word "
+        "occurs matters too).",
+        "The sqrt(d_k) keeps trained scores at variance 1 (it only does so at the start).",
+        "A softmax over the wrong axis would raise an error (it runs silently on a square S).",
+    ),
+    reading_minutes=50,
+    assign=("04.shift_keys", "04.attention", "04.tiny", "04.why_scale"),
+)

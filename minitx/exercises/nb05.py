@@ -1,188 +1,365 @@
-"""Exercises of notebook 05 (masking): causal and padding masks, by hand.
+"""Exercises of notebook 05 (masking).
 
-Expected answers are computed with :mod:`minitx.masks`, :mod:`minitx.attention` and
-:mod:`minitx.batches`, never typed in.
+One prediction (which outputs move when the first token changes under a causal mask), two
+implementations (``masked_softmax`` with fully masked rows, tested against
+:func:`minitx.attention.masked_softmax`; causal attention without a loop, tested against
+:func:`minitx.attention.scaled_dot_product_attention` with :func:`minitx.masks.causal_mask`),
+one count by hand and two open questions. Expected answers are computed with the package,
+never typed in.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
 import torch
-from torch import nn
 
-from minitx.attention import MultiHeadAttention, scaled_dot_product_attention
-from minitx.batches import random_blocks
-from minitx.exercises import close, exercise
-from minitx.masks import additive_mask, causal_mask, combine_masks, padding_mask
+from minitx.attention import masked_softmax, scaled_dot_product_attention
+from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.masks import causal_mask, combine_masks, padding_mask
 
-BE_BRIEF_X = ((1.0, 1.0), (1.0, 0.0))
-BE_BRIEF_W_V = ((0.0, 1.0), (1.0, 0.0))
+DT = torch.float64
 
-
-def expected_zeros(n: int = 3) -> list[tuple[int, int]]:
-    """(row, column) pairs, counted from 1, of the entries a causal mask forces to 0."""
-    blocked = (~causal_mask(n)).nonzero().tolist()
-    return [(i + 1, j + 1) for i, j in blocked]
-
-
-def expected_mask_row(T: int = 5, position: int = 3) -> torch.Tensor:
-    """Row of position ``position`` (counted from 1) of the additive causal mask of a
-    T-token sequence."""
-    return additive_mask(causal_mask(T))[position - 1]
+FIRST_CHOICES = {
+    "a": "only output 1",
+    "b": "outputs 1 and 2",
+    "c": "all three outputs",
+    "d": "outputs 2 and 3",
+}
+COMBINED_LENGTHS, COMBINED_T = (4, 11), 11
 
 
-def expected_be_brief(causal: bool = True) -> torch.Tensor:
-    """Z of "Be Brief" (W_Q = W_K = I), with or without the causal mask."""
-    X = torch.tensor(BE_BRIEF_X, dtype=torch.float64)
-    V = X @ torch.tensor(BE_BRIEF_W_V, dtype=torch.float64)
-    mask = causal_mask(2) if causal else None
-    return scaled_dot_product_attention(X, X, V, mask)[0]
+# ---- predict -----------------------------------------------------------------------------
 
 
-def expected_combined(lengths: tuple[int, ...] = (3, 5), T: int = 5) -> int:
+def change_first_outcome() -> str:
+    """Three tokens, causal self-attention with random projections: change the *first*
+    token's embedding; which outputs move?"""
+    g = torch.Generator().manual_seed(5)
+    X = torch.randn(3, 4, generator=g, dtype=DT)
+    W_Q, W_K, W_V = (torch.randn(4, 4, generator=g, dtype=DT) for _ in range(3))
+    changed = X.clone()
+    changed[0] = torch.randn(4, generator=g, dtype=DT)
+    mask = causal_mask(3)
+    before = scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V, mask)[0]
+    after = scaled_dot_product_attention(changed @ W_Q, changed @ W_K, changed @ W_V, mask)[0]
+    moved = ((after - before).abs().amax(-1) > 1e-9).tolist()
+    outcomes = {
+        (True, False, False): "a",
+        (True, True, False): "b",
+        (True, True, True): "c",
+        (False, True, True): "d",
+    }
+    return FIRST_CHOICES[outcomes[tuple(moved)]]
+
+
+def _picked(answer: Any, choices: dict[str, str]) -> str | None:
+    if not isinstance(answer, str):
+        return None
+    text = answer.strip().strip("()'\". ").lower()
+    if text in choices:
+        return choices[text]
+    return text if text in choices.values() else None
+
+
+@exercise(
+    "05.change_first",
+    "Three tokens go through self-attention with a causal mask. Section 2 changed the last "
+    "token and only the last output moved. Now change the FIRST token's embedding instead, "
+    "keeping the weights. Which outputs move? (a) only output 1; (b) outputs 1 and 2; (c) "
+    "all three outputs; (d) outputs 2 and 3. Answer with the letter.",
+    kind="predict",
+    solution=change_first_outcome,
+)
+def _change_first(answer: Any) -> str | None:
+    picked = _picked(answer, FIRST_CHOICES)
+    if picked is None:
+        return "answer with one letter: 'a', 'b', 'c' or 'd'"
+    if picked != change_first_outcome():
+        return (
+            "not what happens: for each output i, list the tokens its row of A may look "
+            "at, and ask whether token 1 is among them, as a key or as the query"
+        )
+    return None
+
+
+# ---- implement: masked_softmax ----------------------------------------------------------
+
+
+def reference_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis that gives blocked entries (mask False) weight 0 and a
+    fully blocked row all zeros, with finite gradients."""
+    very_negative = torch.finfo(scores.dtype).min  # finite: a blocked row is no 0/0
+    weights = torch.softmax(scores.masked_fill(~mask, very_negative), dim=-1)
+    return weights * mask  # blocked entries exactly 0, blocked rows all 0
+
+
+def masked_softmax_inputs() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(scores, mask) pairs, seeded: random masks with some fully blocked rows, a causal
+    mask, large scores, one key, and a single blocked entry."""
+    g = torch.Generator().manual_seed(505)
+    scores = 3.0 * torch.randn(2, 4, 5, generator=g, dtype=DT)
+    mask = torch.rand(2, 4, 5, generator=g) < 0.6
+    mask[0, 1] = False  # a fully blocked row
+    mask[1, 3] = False
+    mask[1, 0] = True  # a row with nothing blocked
+    causal_scores = torch.randn(3, 3, generator=g, dtype=DT)
+    big = 40.0 * torch.randn(1, 2, 6, generator=g, dtype=DT)
+    big_mask = torch.rand(1, 2, 6, generator=g) < 0.5
+    big_mask[0, :, 0] = True
+    return [
+        (scores, mask),
+        (causal_scores, causal_mask(3)),
+        (big, big_mask),
+        (torch.randn(1, 1, generator=g, dtype=DT), torch.ones(1, 1, dtype=torch.bool)),
+        (torch.randn(1, 1, generator=g, dtype=DT), torch.zeros(1, 1, dtype=torch.bool)),
+    ]
+
+
+def _where(index: torch.Tensor) -> str:
+    return str(tuple(index.tolist()))
+
+
+@exercise(
+    "05.masked_softmax",
+    "Write my_masked_softmax(scores, mask): the softmax of scores over the last axis where "
+    "mask (booleans of the same shape, True = may attend) is False gets weight exactly 0, "
+    "and a row whose keys are all blocked comes out as all zeros, not NaN, with a finite "
+    "gradient.",
+    kind="implement",
+    solution=lambda: reference_masked_softmax,
+)
+def _masked_softmax(fn: Any) -> str | None:
+    for scores, mask in masked_softmax_inputs():
+        shape = f"scores of shape {tuple(scores.shape)}"
+        leaf = scores.clone().requires_grad_(True)
+        result, hint = call_learner(fn, leaf, mask.clone())
+        if hint is not None:
+            return f"on {shape}: {hint}"
+        if not isinstance(result, torch.Tensor):
+            return f"return a tensor of weights, got a {type(result).__name__}"
+        expected = masked_softmax(scores, mask)
+        if result.shape != expected.shape:
+            return (
+                f"on {shape}, the weights should have shape {tuple(expected.shape)}, yours "
+                f"have {tuple(result.shape)}"
+            )
+        got = result.detach().to(DT)
+        blocked_rows = ~mask.any(-1)
+        nan = torch.isnan(got)
+        if nan.any():
+            row = nan.any(-1).nonzero()[0]
+            if blocked_rows[tuple(row)]:
+                return (
+                    f"NaN in row {_where(row)}, where every key is blocked: such a row "
+                    "must come out as zeros"
+                )
+            return f"NaN in row {_where(row)} of your weights"
+        leaked = (got != 0) & ~mask
+        if leaked.any():
+            where = leaked.nonzero()[0]
+            if blocked_rows[tuple(where[:-1])]:
+                return (
+                    f"row {_where(where[:-1])} has every key blocked, yet your weights "
+                    "there are not 0: a fully blocked row must be all zeros"
+                )
+            return f"weight on a blocked key at {_where(where)}: blocked entries must be exactly 0"
+        if not torch.allclose(got, expected, atol=1e-6):
+            open_rows = ~blocked_rows
+            sums = got.sum(-1)
+            if not torch.allclose(sums[open_rows], torch.ones_like(sums[open_rows]), atol=1e-6):
+                return (
+                    "rows with at least one allowed key must sum to 1; yours do not: "
+                    "check the axis of the softmax"
+                )
+            where = ((got - expected).abs() > 1e-6).nonzero()[0]
+            return (
+                f"on {shape}, your weights differ from the expected ones first at {_where(where)}"
+            )
+        try:
+            (result * torch.linspace(-1, 1, result.size(-1), dtype=result.dtype)).sum().backward()
+        except RuntimeError as err:
+            return f"the weights are right, but no gradient flows back to the scores ({err})"
+        if leaf.grad is None or not torch.isfinite(leaf.grad).all():
+            return (
+                "the weights are right, but the gradient reaching the scores of a fully "
+                "blocked row is not finite: avoid -inf in the scores"
+            )
+    return None
+
+
+# ---- implement: causal attention without a loop ----------------------------------------
+
+
+def reference_causal_attention(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Causal self-attention for Q, K (..., T, d_k) and V (..., T, d_v): returns (Z, A)."""
+    T = Q.size(-2)
+    allowed = torch.ones(T, T, dtype=torch.bool, device=Q.device).tril()  # key j <= query i
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    return A @ V, A
+
+
+def causal_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Seeded inputs: one sequence, a batch of heads with d_k != d_v, one token, a batch
+    of one."""
+    g = torch.Generator().manual_seed(5050)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, dtype=DT)
+
+    return [
+        (randn(5, 4), randn(5, 4), randn(5, 3)),
+        (randn(2, 3, 6, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 5)),
+        (randn(1, 3), randn(1, 3), randn(1, 2)),
+        (randn(1, 4, 2), randn(1, 4, 2), randn(1, 4, 2)),
+    ]
+
+
+def _causal_weights_hint(A: torch.Tensor, want: torch.Tensor, shapes: str) -> str:
+    T = A.size(-1)
+    future = ~causal_mask(T)
+    if (A[..., future].abs() > 1e-9).any():
+        if (A[..., causal_mask(T) & ~torch.eye(T, dtype=torch.bool)].abs() < 1e-12).all():
+            return (
+                "your weights look at later keys and ignore earlier ones: the mask is "
+                "the wrong triangle"
+            )
+        first = int((A[..., future].abs() > 1e-9).nonzero()[0][-1])  # among the future cells
+        i, j = future.nonzero()[first].tolist()
+        return (
+            f"on {shapes}, query {i} puts weight on key {j}, which comes after it "
+            "(positions counted from 0)"
+        )
+    if T > 1 and (A.diagonal(dim1=-2, dim2=-1).abs() < 1e-12).all():
+        return "every token may attend to itself: keep the diagonal"
+    sums = A.sum(-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
+        return f"on {shapes}, the rows of your A do not sum to 1"
+    where = ((A - want).abs() > 1e-6).nonzero()[0].tolist()
+    return (
+        f"on {shapes}, your A differs from the expected weights first at {tuple(where)}; "
+        "are the scores divided by sqrt(d_k)?"
+    )
+
+
+@exercise(
+    "05.causal_attention",
+    "Write my_causal_attention(Q, K, V) that returns (Z, A) for causal self-attention, "
+    "without a Python loop over positions: Q and K of shape (..., T, d_k), V (..., T, d_v), "
+    "A = softmax of the scaled scores with every key after its query blocked, Z = A V.",
+    kind="implement",
+    solution=lambda: reference_causal_attention,
+)
+def _causal_attention(fn: Any) -> str | None:
+    for Q, K, V in causal_inputs():
+        shapes = f"Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
+        result, hint = call_learner(fn, Q.clone(), K.clone(), V.clone())
+        if hint is not None:
+            return f"on {shapes}: {hint}"
+        if not (isinstance(result, tuple) and len(result) == 2):
+            return "return two tensors, (Z, A)"
+        Z, A = (torch.as_tensor(t).detach().to(DT) for t in result)
+        want_Z, want_A = scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)))
+        if A.shape != want_A.shape or Z.shape != want_Z.shape:
+            return (
+                f"on {shapes}, expected Z of shape {tuple(want_Z.shape)} and A of shape "
+                f"{tuple(want_A.shape)}; yours are {tuple(Z.shape)} and {tuple(A.shape)}"
+            )
+        if torch.isnan(A).any() or torch.isnan(Z).any():
+            return f"on {shapes}, your A or Z holds NaN"
+        if not torch.allclose(A, want_A, atol=1e-6):
+            return _causal_weights_hint(A, want_A, shapes)
+        if not torch.allclose(Z, want_Z, atol=1e-6):
+            return f"A is right but Z is not on {shapes}: Z is the weighted sum of the values"
+    return None
+
+
+# ---- compute -----------------------------------------------------------------------------
+
+
+def expected_combined(lengths: tuple[int, ...] = COMBINED_LENGTHS, T: int = COMBINED_T) -> int:
     """Allowed (query, key) pairs of the first sequence under causal + padding masks."""
     mask = combine_masks(causal_mask(T), padding_mask(list(lengths), T))  # (B, 1, T, T)
     return int(mask[0, 0].sum())
 
 
-def expected_convention() -> str:
-    """Which of ``mask`` / ``~mask`` makes ``nn.MultiheadAttention`` agree with minitx."""
-    with torch.random.fork_rng(devices=[]):  # leave the learner's random state alone
-        torch.manual_seed(0)
-        torch_mha = nn.MultiheadAttention(4, 1, batch_first=True, dtype=torch.float64)
-        x = torch.randn(1, 3, 4, dtype=torch.float64)
-        ours_mha = MultiHeadAttention.from_torch(torch_mha)  # its init draws numbers too
-    mask = causal_mask(3)
-    ours, _ = ours_mha(x, mask=mask)
-    for name, candidate in (("mask", mask), ("~mask", ~mask)):
-        theirs, _ = torch_mha(x, x, x, attn_mask=candidate, need_weights=False)
-        if torch.allclose(ours, theirs, atol=1e-12):
-            return name
-    raise RuntimeError("neither mask nor ~mask reproduces minitx: conventions changed?")
-
-
-def expected_visible_targets(T: int = 8) -> int:
-    """Positions of a training window whose target sits in the window's own input."""
-    data = torch.arange(100)  # all tokens distinct: finding a target means finding *it*
-    x, y = random_blocks(data, T, 1, torch.Generator().manual_seed(0))
-    return sum(int(y[0, t].item() in x[0].tolist()) for t in range(T))
-
-
-@exercise(
-    "05.zeros",
-    "A causal mask is applied to the 3 x 3 attention matrix A of a 3-token sequence. Which "
-    "entries of A are always 0? Give their (row, column) positions, counting from 1, as a "
-    "list of pairs, e.g. [(1, 1), (3, 2)].",
-)
-def _zeros(answer: Any) -> str | None:
-    pairs = {tuple(int(v) for v in pair) for pair in answer}
-    if any(len(p) != 2 for p in pairs):
-        return "give each position as a pair (row, column)"
-    expected = set(expected_zeros())
-    if pairs == {(i - 1, j - 1) for i, j in expected}:
-        return "close: count rows and columns from 1, not from 0"
-    if any(i == j for i, j in pairs):
-        return "the diagonal is never blocked: a token may always look at itself"
-    if pairs == {(j, i) for i, j in expected}:
-        return "you have the transpose: rows are queries, columns keys; what may row 1 see?"
-    if pairs != expected:
-        return ("row i is query i; the causal mask blocks every key that comes after the "
-                "query")
-    return None
-
-
-@exercise(
-    "05.mask_row",
-    "Give the row of position 3 (counting from 1) in the additive causal mask of a "
-    "5-token sequence: the numbers added to that row of scores before the softmax, as a "
-    "list (write minus infinity as float('-inf')).",
-)
-def _mask_row(answer: Any) -> str | None:
-    got = np.asarray([float(a) for a in answer], dtype=float)
-    expected = expected_mask_row().numpy()
-    if got.shape != expected.shape:
-        return f"the row has one entry per key: {expected.size}, got {got.size}"
-    if np.all(np.isin(got, (0.0, 1.0))):
-        return "that is the boolean mask; the additive mask holds 0 and -inf"
-    if np.any(np.isfinite(got) & (got != 0)):
-        return "every entry is either 0 (may attend) or -inf (blocked)"
-    if not np.array_equal(got, expected):
-        return "position 3 may attend to positions 1, 2 and 3, and to nothing after"
-    return None
-
-
-@exercise(
-    "05.z2",
-    "'Be Brief' with a causal mask: X = [[1, 1], [1, 0]], W_Q = W_K = I, W_V = [[0, 1], "
-    "[1, 0]]. Z_1 = [1, 1]. Give Z_2, the output of 'Brief', to two decimals, as a list.",
-)
-def _z2(answer: Any) -> str | None:
-    Z = expected_be_brief()
-    if len(answer) != Z.size(1):
-        return f"Z_2 has {Z.size(1)} entries, like a value vector; got {len(answer)}"
-    if close(answer, Z[0], atol=0.011):
-        return "that is Z_1; Z_2 is the row of the second token"
-    if not close(answer, Z[1], atol=0.011):
-        return ("the last token may see every token, so its weights are the ones it had "
-                "without a mask; then Z_2 = a_21 v_1 + a_22 v_2")
-    return None
-
-
 @exercise(
     "05.combined",
-    "A batch holds sequences of lengths 3 and 5, padded to T = 5. Combine the causal mask "
-    "with the padding mask. For the first sequence, how many (query, key) pairs of its "
-    "5 x 5 mask may attend?",
+    "A batch holds two sentences of 4 and 11 tokens, right-padded to T = 11. Combine the "
+    "causal mask with the padding mask. For the 4-token sentence, how many (query, key) "
+    "pairs of its 11 x 11 mask may attend? Count by hand.",
+    solution=expected_combined,
 )
 def _combined(answer: Any) -> str | None:
     if isinstance(answer, bool) or not float(answer).is_integer():
         return "answer with a whole number of pairs"
     got = int(answer)
-    causal_only = int(causal_mask(5).sum())
-    padding_only = int(padding_mask([3], 5).expand(1, 1, 5, 5).sum())
-    if got == causal_only:
+    T, n = COMBINED_T, COMBINED_LENGTHS[0]
+    if got == int(causal_mask(T).sum()):
         return "that is the causal mask alone; the padding blocks some keys as well"
-    if got == padding_only:
+    if got == int(padding_mask([n], T).expand(1, 1, T, T).sum()):
         return "that is the padding mask alone; the causal mask blocks the future as well"
     if got != expected_combined():
-        return "a pair is allowed only if both masks allow it: key <= query and key < 3"
+        return "a pair is allowed only if both masks allow it: key <= query and key is real"
     return None
 
 
-@exercise(
-    "05.convention",
-    "`mask` follows the minitx convention (True = may attend). Which do you pass as "
-    "`attn_mask` to `nn.MultiheadAttention` to get the same attention: 'mask' or '~mask'?",
+# ---- think -------------------------------------------------------------------------------
+
+think(
+    "05.spot_leak",
+    "A classmate's character-level model reaches a validation loss of 0.1 nats per "
+    "character on tiny Shakespeare after two minutes on a laptop, and they are delighted. "
+    "Describe two checks from this notebook that tell a leaking mask from real skill, and "
+    "what each would show if the mask leaks.",
+    "A loss that low so fast is suspicious: good character models of Shakespeare sit far "
+    "above it. Check 1: change the last input token of a window and see whether the logits "
+    "of earlier positions move; with a causal mask they cannot, with a leak they do. Check "
+    "2: measure the loss future-blind, feeding each prefix alone (or generate text): a "
+    "leaking model's loss jumps to worse than an honest model's, and its samples are "
+    "garbage. A held-out validation set does not help, because the leak is in the model, "
+    "not in the data.",
 )
-def _convention(answer: Any) -> str | None:
-    if not isinstance(answer, str):
-        return f"answer with a string, 'mask' or '~mask', got a {type(answer).__name__}"
-    given = answer.replace(" ", "").strip("'\"")
-    aliases = {"~mask": "~mask", "mask.logical_not()": "~mask",
-               "torch.logical_not(mask)": "~mask", "~(mask)": "~mask", "mask": "mask"}
-    if given not in aliases:
-        return "answer with 'mask' or '~mask'"
-    if aliases[given] != expected_convention():
-        return "in nn.MultiheadAttention a True entry means the opposite of minitx's True"
-    return None
 
-
-@exercise(
-    "05.leak",
-    "A model without the causal mask is trained on windows of T = 8 characters (targets "
-    "= inputs shifted by one). At how many of the 8 positions can it read its target "
-    "somewhere in its own input?",
+think(
+    "05.causal_encoder",
+    "Suppose you put a causal mask into a BERT-style encoder that classifies whole "
+    "sentences (for example, positive or negative review). What could the first token's "
+    "output vector know about the sentence, which position would you have to read the "
+    "class from, and what would the earlier positions lose?",
+    "With a causal mask the first output sees only the first token, so a classifier read "
+    "from it (as BERT reads its first token) would know nothing of the rest. Only the last "
+    "position sees the whole sentence, so the class must be read there (decoder-only "
+    "classifiers do this). Earlier positions lose all right context: 'bank' in 'the bank "
+    "of the river' cannot use 'river', so tagging each word is worse than with an "
+    "unmasked encoder. The mask costs nothing in speed; it only removes information.",
 )
-def _leak(answer: Any) -> str | None:
-    if isinstance(answer, bool) or not float(answer).is_integer():
-        return "answer with a whole number of positions"
-    got, expected = int(answer), expected_visible_targets()
-    if got == 8:
-        return "look at the last position: is the token after the window in the input?"
-    if got in (0, 1):
-        return "the target at position t is the input at position t + 1"
-    if got != expected:
-        return "write out x and y for a window of 8 and compare them position by position"
-    return None
+
+
+teaching_notes(
+    "05",
+    goals=(
+        "Build a causal mask, apply it to the scores before the softmax, and say which "
+        "weights it forces to zero and which outputs it protects.",
+        "Build padding masks, combine them with a causal mask, and handle a fully masked "
+        "row without NaN.",
+        "Tell encoder-only, decoder-only and encoder-decoder models apart by their masks.",
+        "Recognise a leaking mask from its symptoms (a loss too good to be true, garbage "
+        "generations) and test for it.",
+        "Pass a mask to nn.MultiheadAttention and F.scaled_dot_product_attention without "
+        "inverting it.",
+    ),
+    misconceptions=(
+        "A causal mask freezes the early tokens (it protects early outputs from later "
+        "tokens; every output still depends on the first token).",
+        "A held-out validation loss would catch a leaking mask (it collapses too).",
+        "Masking with -inf is always safe (a fully blocked row gives NaN, which spreads).",
+        "True means the same thing in every PyTorch attention API.",
+    ),
+    reading_minutes=60,
+    assign=("05.change_first", "05.masked_softmax", "05.combined", "05.spot_leak"),
+)

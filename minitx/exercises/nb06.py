@@ -1,117 +1,157 @@
-"""Exercises of notebook 06 (multi-head attention): sizes, shapes, masks, and finding a head.
+"""Exercises of notebook 06 (multi-head attention): heads split and merged, masks handed to
+PyTorch, a prediction about swapping heads, and an open question.
 
-Expected answers are computed with :mod:`minitx.attention` and :mod:`minitx.tasks.relations`,
-never typed in. Modules are built under ``torch.random.fork_rng`` so that checking an
-answer does not move the learner's random numbers.
+Expected answers come from :mod:`minitx.attention` (the package's own multi-head attention)
+and :mod:`minitx.tasks.relations`, never typed in. Every test input is drawn under
+``torch.random.fork_rng`` with its own seed, so checking an answer does not move the
+learner's random numbers.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from minitx.attention import MultiHeadAttention
-from minitx.exercises import call_learner, exercise
+from minitx.attention import MultiHeadAttention, scaled_dot_product_attention
+from minitx.exercises import call_learner, exercise, teaching_notes, think
 from minitx.masks import causal_mask, padding_mask
-from minitx.tasks.relations import RelationBatch, RelationTask, relation_scores
+from minitx.tasks.relations import RelationNet, RelationTask
+
+# (B, T, d_model, n_heads): several heads and positions first, then batch 1, length 1,
+# one head, and more heads than positions.
+HEAD_CASES = ((2, 5, 8, 2), (3, 7, 24, 4), (1, 1, 12, 3), (2, 4, 6, 1), (1, 3, 16, 8))
 
 
-def _mha(d_model: int, n_heads: int, seed: int = 0) -> MultiHeadAttention:
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """(B, T, C) -> (B, n_heads, T, C // n_heads): head h gets features h*d_k .. (h+1)*d_k - 1."""
+    B, T, C = x.shape
+    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)
+
+
+def merge_heads(z: Tensor) -> Tensor:
+    """(B, n_heads, T, d_k) -> (B, T, n_heads * d_k): the heads side by side again."""
+    B, n_heads, T, d_k = z.shape
+    return z.transpose(1, 2).contiguous().view(B, T, n_heads * d_k)
+
+
+def _setup(B: int, T: int, C: int, h: int, seed: int) -> tuple[MultiHeadAttention, Tensor]:
+    """A seeded double-precision module and input, drawn without touching the learner's RNG."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return MultiHeadAttention(d_model, n_heads).double().eval()
+        mha = MultiHeadAttention(C, h).double().eval()
+        x = torch.randn(B, T, C, dtype=torch.float64)
+    return mha, x
 
 
-def expected_params(d_model: int = 64, n_heads: int = 8) -> int:
-    """Number of parameters of ``MultiHeadAttention(d_model, n_heads)``, counted."""
-    return sum(p.numel() for p in _mha(d_model, n_heads).parameters())
+def _as_tensor(value: Any) -> Tensor | None:
+    if isinstance(value, Tensor):
+        return value.detach().double()
+    return None
 
 
-def expected_head_shape(B: int = 2, T: int = 5, d_model: int = 48, n_heads: int = 6) -> tuple:
-    """Shape of the queries after splitting into heads, read off a real projection."""
-    mha = _mha(d_model, n_heads)
-    x = torch.zeros(B, T, d_model, dtype=torch.float64)
-    q = mha.in_proj(x)[..., :d_model]  # (B, T, C): the W_Q rows of in_proj
-    return tuple(q.view(B, T, mha.n_heads, mha.d_head).transpose(1, 2).shape)
+def _first_difference(got: Tensor, want: Tensor, axes: str) -> str:
+    index = tuple(int(i) for i in (~torch.isclose(got, want, atol=1e-9)).nonzero()[0])
+    return f"the first entry that differs is [{', '.join(map(str, index))}] ({axes})"
 
 
-def expected_cross_shapes(
-    B: int = 2, T_q: int = 3, T_k: int = 7, d_model: int = 16, n_heads: int = 4
-) -> dict[str, tuple]:
-    """Shapes of (out, weights) of a real cross-attention call."""
-    mha = _mha(d_model, n_heads)
-    dec = torch.zeros(B, T_q, d_model, dtype=torch.float64)
-    enc = torch.zeros(B, T_k, d_model, dtype=torch.float64)
-    out, weights = mha(dec, enc, enc, need_weights=True)
-    return {"out": tuple(out.shape), "weights": tuple(weights.shape)}
-
-
-def _as_shape(value: Any) -> tuple | None:
-    try:
-        return tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        return None
+def _check_heads_function(answer: Any, which: str) -> str | None:
+    if not callable(answer):
+        return f"answer with a function, got {type(answer).__name__}"
+    for seed, (B, T, C, h) in enumerate(HEAD_CASES):
+        mha, x = _setup(B, T, C, h, seed)
+        with torch.no_grad():
+            want_out, want_w = mha(x, need_weights=True)  # the package's multi-head attention
+            q, k, v = mha.in_proj(x).split(C, dim=-1)  # (B, T, C) each
+            what = f"B={B}, T={T}, d_model={C}, n_heads={h}"
+            if which == "split":
+                got, error = call_learner(answer, q.clone(), h)
+                if error:
+                    return f"with {what}: {error}"
+                got = _as_tensor(got)
+                if got is None:
+                    return "return a tensor"
+                want_shape = (B, h, T, C // h)
+                if tuple(got.shape) != want_shape:
+                    return (
+                        f"with {what}, the result should be (B, n_heads, T, d_k), "
+                        f"got shape {tuple(got.shape)}"
+                    )
+                if torch.isnan(got).any():
+                    return f"with {what}, your result holds NaN"
+                heads = [call_learner(answer, t.clone(), h)[0] for t in (q, k, v)]
+                if not all(isinstance(t, Tensor) for t in heads):
+                    return "return a tensor for every input"
+                z, w = scaled_dot_product_attention(*(t.double() for t in heads))
+                out = mha.out_proj(merge_heads(z))
+                if not (
+                    torch.allclose(w, want_w, atol=1e-9)
+                    and torch.allclose(out, want_out, atol=1e-9)
+                ):
+                    return (
+                        f"with {what}, attention over your heads differs from the package's; "
+                        + _first_difference(
+                            got, split_heads(q, h), "batch, head, position, feature"
+                        )
+                    )
+            else:
+                z, _ = scaled_dot_product_attention(
+                    split_heads(q, h), split_heads(k, h), split_heads(v, h)
+                )  # (B, h, T, d_k)
+                got, error = call_learner(answer, z.clone())
+                if error:
+                    return f"with {what}: {error}"
+                got = _as_tensor(got)
+                if got is None:
+                    return "return a tensor"
+                if tuple(got.shape) != (B, T, C):
+                    return (
+                        f"with {what}, the result should be (B, T, d_model), got shape "
+                        f"{tuple(got.shape)}"
+                    )
+                if torch.isnan(got).any():
+                    return f"with {what}, your result holds NaN"
+                if not torch.allclose(mha.out_proj(got), want_out, atol=1e-9):
+                    return (
+                        f"with {what}, W_O applied to your result differs from the "
+                        "package's output; "
+                        + _first_difference(got, merge_heads(z), "batch, position, feature")
+                    )
+    return None
 
 
 @exercise(
-    "06.params",
-    "How many parameters (weights and biases) does MultiHeadAttention(d_model=64, n_heads=8) "
-    "have? Count by hand, then compare with one head of size 64. Answer with an int.",
+    "06.split_heads",
+    "Write split_heads(x, n_heads): it takes queries (or keys, or values) x of shape "
+    "(B, T, d_model) and returns them cut into heads, shape (B, n_heads, T, d_k) with "
+    "d_k = d_model // n_heads, head h holding features h*d_k to (h+1)*d_k - 1 of each "
+    "position. The checker runs attention on your heads and compares with the package's "
+    "MultiHeadAttention. Answer with the function.",
+    kind="implement",
+    solution=lambda: split_heads,
 )
-def _params(answer: Any) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with an int, got {type(answer).__name__}"
-    d, h = 64, 8
-    if answer == expected_params(d, h):
-        return None
-    if answer == 4 * d * d:
-        return "close: the four projections have biases too"
-    if answer in (h * (4 * d * d + 4 * d), h * 4 * d * d, h * (3 * d * d + 3 * d) + d * d + d):
-        return "each head does not get full-size matrices: its W_Q, W_K, W_V map 64 features " \
-               "to d_k = 64 / 8"
-    return "count W_Q, W_K, W_V, W_O and their biases; the number of heads should not matter"
+def _split_heads(answer: Any) -> str | None:
+    return _check_heads_function(answer, "split")
 
 
 @exercise(
-    "06.head_shape",
-    "Batched multi-head attention with B=2, T=5, d_model=48, n_heads=6: what is the shape of "
-    "q after q.view(B, T, n_heads, d_head).transpose(1, 2)? Answer with a tuple.",
+    "06.merge_heads",
+    "Write merge_heads(z): it takes the per-head outputs z of shape (B, n_heads, T, d_k) and "
+    "puts the heads side by side, shape (B, T, n_heads * d_k), head h in columns h*d_k to "
+    "(h+1)*d_k - 1, ready for W_O. The checker applies the package's W_O to your result and "
+    "compares with MultiHeadAttention's output. Answer with the function.",
+    kind="implement",
+    solution=lambda: merge_heads,
 )
-def _head_shape(answer: Any) -> str | None:
-    shape = _as_shape(answer)
-    if shape is None:
-        return f"answer with a tuple of ints, got {answer!r:.40}"
-    expected = expected_head_shape()
-    if shape == expected:
-        return None
-    if len(shape) != 4:
-        return f"q has 4 dimensions (batch, heads, time, features), you gave {len(shape)}"
-    if sorted(shape) == sorted(expected):
-        return "right sizes, wrong order: transpose(1, 2) swaps the time and head axes"
-    if 48 in shape:
-        return "each head works on d_model / n_heads features, not d_model"
-    return "view splits the last axis into (n_heads, d_head); transpose(1, 2) then swaps axes"
+def _merge_heads(answer: Any) -> str | None:
+    return _check_heads_function(answer, "merge")
 
 
-@exercise(
-    "06.cross",
-    "Cross-attention with MultiHeadAttention(16, 4): decoder states (2, 3, 16) are the queries, "
-    "encoder states (2, 7, 16) the keys and values. Give the shapes of the output and of the "
-    "weights (need_weights=True) as {'out': (...), 'weights': (...)}.",
-)
-def _cross(answer: Any) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != {"out", "weights"}:
-        return "answer with a dict with the keys 'out' and 'weights'"
-    expected = expected_cross_shapes()
-    out, weights = _as_shape(answer["out"]), _as_shape(answer["weights"])
-    wrong = []
-    if out != expected["out"]:
-        wrong.append("out: one output per query (decoder position), each of size d_model")
-    if weights != expected["weights"]:
-        wrong.append("weights: one row per query and one column per key, for every head")
-    return "; ".join(wrong) or None
+def to_torch(mask: Tensor) -> Tensor:
+    """A minitx mask (True = may attend) as nn.MultiheadAttention's attn_mask (True = blocked)."""
+    return ~mask
 
 
 @exercise(
@@ -119,6 +159,8 @@ def _cross(answer: Any) -> str | None:
     "minitx masks say True = may attend; nn.MultiheadAttention's attn_mask says True = "
     "blocked. Write a function to_torch(mask) that turns a minitx (T_q, T_k) boolean mask into "
     "an attn_mask PyTorch reads the same way. Answer with the function.",
+    kind="implement",
+    solution=lambda: to_torch,
 )
 def _torch_mask(answer: Any) -> str | None:
     if not callable(answer):
@@ -132,8 +174,11 @@ def _torch_mask(answer: Any) -> str | None:
         ours = MultiHeadAttention.from_torch(ref).eval()  # its init draws numbers too
     random_mask[:, 0] = True  # every query may attend to something
     last_two = padding_mask([T - 2], T)[0, 0].expand(T, T)
-    for name, mask in (("a causal mask", causal_mask(T)), ("a padding mask", last_two),
-                       ("a random mask", random_mask)):
+    for name, mask in (
+        ("a causal mask", causal_mask(T)),
+        ("a padding mask", last_two),
+        ("a random mask", random_mask),
+    ):
         converted, error = call_learner(answer, mask.clone())
         if error:
             return error
@@ -155,55 +200,112 @@ def _torch_mask(answer: Any) -> str | None:
     return None
 
 
-def _planted_weights(L: int, H: int, T: int, where: tuple[int, int], seed: int) -> Tensor:
-    """Random attention (L, H, T, T), one head on the previous token, another on token 0."""
-    g = torch.Generator().manual_seed(seed)
-    weights = torch.softmax(torch.randn(L, H, T, T, generator=g), dim=-1)
-    layer, head = where
-    prev = torch.zeros(T, T)
-    prev[0, 0] = 1.0
-    prev[torch.arange(1, T), torch.arange(T - 1)] = 1.0
-    weights[layer, head] = 0.3 * weights[layer, head] + 0.7 * prev
-    sink = ((layer + 1) % L, (head + 1) % H)  # sharper, but on the first token
-    weights[sink] = 0.05 * weights[sink]
-    weights[sink][:, 0] += 0.95
-    return weights
+# ---- predict: swap two heads ------------------------------------------------------------
+
+SWAP_CHOICES = {
+    "a": "the outputs and the accuracy stay the same (up to rounding)",
+    "b": "the accuracy falls to chance",
+    "c": "the accuracy falls somewhat, the model half works",
+}
 
 
-def expected_prev_head(weights: Tensor) -> tuple[int, int]:
-    """(layer, head) with the highest mean weight on the previous token, by
-    :func:`minitx.tasks.relations.relation_scores`."""
-    _, H, T, _ = weights.shape
-    batch = RelationTask(seq_len=T).sample(1, seed=0)  # only its length is used here
-    scores = relation_scores(weights[None], RelationBatch(*batch)).previous  # (L, H)
-    flat = int(scores.argmax())
-    return flat // H, flat % H
+def swap_heads(model: RelationNet, layer: int, i: int, j: int) -> RelationNet:
+    """A copy of ``model`` whose heads ``i`` and ``j`` of ``layer`` trade places: their rows
+    of W_Q, W_K, W_V and their columns of W_O."""
+    swapped = copy.deepcopy(model)
+    attn = swapped.layers[layer]
+    C, d = attn.d_model, attn.d_head
+    order = torch.arange(attn.n_heads)
+    order[i], order[j] = j, i
+    feats = torch.cat([torch.arange(int(h) * d, (int(h) + 1) * d) for h in order])  # (C,)
+    rows = torch.cat([feats, feats + C, feats + 2 * C])  # the same heads in W_Q, W_K, W_V
+    with torch.no_grad():
+        attn.in_proj.weight.copy_(attn.in_proj.weight[rows])
+        attn.in_proj.bias.copy_(attn.in_proj.bias[rows])
+        attn.out_proj.weight.copy_(attn.out_proj.weight[:, feats])
+    return swapped
+
+
+def swap_truth() -> str:
+    """The choice the experiment gives, run on a random (untrained) model: the answer does
+    not depend on the weights."""
+    task = RelationTask()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = RelationNet.for_task(task).double().eval()
+    x = task.sample(8, seed=0).x
+    with torch.no_grad():
+        before, after = model(x), swap_heads(model, 0, 0, 1)(x)
+    same = all(torch.allclose(a, b, atol=1e-10) for a, b in zip(before[:2], after[:2], strict=True))
+    return "a" if same else "b"
+
+
+def _letter(answer: Any, choices: dict[str, str]) -> str | None:
+    if not isinstance(answer, str):
+        return None
+    letter = answer.strip().strip("().").strip().lower()
+    return letter if letter in choices else None
 
 
 @exercise(
-    "06.prev_head",
-    "Write a function find_prev_head(weights) that takes the attention weights (L, H, T, T) "
-    "of one sequence and returns (layer, head) of the head that puts the most weight on the "
-    "previous token (position t-1 for query t). Answer with the function.",
+    "06.swap_heads",
+    "Predict before you run it. In the trained relation model, heads 0 and 1 of layer 0 trade "
+    "places: their rows of W_Q, W_K, W_V and their columns of W_O are swapped, nothing is "
+    "retrained. What happens? (a) "
+    + SWAP_CHOICES["a"]
+    + "; (b) "
+    + SWAP_CHOICES["b"]
+    + "; (c) "
+    + SWAP_CHOICES["c"]
+    + ". Answer with a letter.",
+    kind="predict",
+    solution=swap_truth,
 )
-def _prev_head(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
-    for L, H, T, where, seed in ((2, 2, 16, (1, 0), 0), (3, 4, 16, (0, 3), 1),
-                                 (2, 4, 16, (1, 2), 2)):
-        weights = _planted_weights(L, H, T, where, seed)
-        expected = expected_prev_head(weights)
-        got, error = call_learner(answer, weights.clone())
-        if error:
-            return error
-        got = _as_shape(got)
-        if got is None or len(got) != 2:
-            return "return a pair (layer, head) of ints"
-        if got != expected:
-            sink = ((where[0] + 1) % L, (where[1] + 1) % H)
-            if got == sink:
-                return "that head is the sharpest, but it looks at the first token: measure " \
-                       "the weight on position t-1 for each query t"
-            return f"for weights of shape {(L, H, T, T)} you picked {got}: average, over " \
-                   "queries t >= 1, the weight on key t-1, for each layer and head"
-    return None
+def _swap_heads(answer: Any) -> str | None:
+    letter = _letter(answer, SWAP_CHOICES)
+    if letter is None:
+        return f"answer with one of the letters {', '.join(SWAP_CHOICES)}, got {answer!r:.40}"
+    if letter == swap_truth():
+        return None
+    return (
+        "not what the experiment shows: follow one head's output from its rows of W_Q, "
+        "W_K, W_V to its columns of W_O, and ask whether its slot number is used anywhere"
+    )
+
+
+think(
+    "06.why_heads",
+    "Eight heads of d_k = 8 have exactly as many parameters as one head of width 64. What can "
+    "the eight heads do that the single wide head cannot, and what does each of them give up? "
+    "Use the relation task: could one head per layer answer both questions at every position?",
+    "A head computes one softmax per query, so one weighted average of the values: a single "
+    "head must choose one distribution over positions for each query, and to serve both the "
+    "previous token and the partner it can only blend their values into one vector. Eight "
+    "heads give each query eight separate distributions, so one can look one step back while "
+    "another finds the partner, and W_O combines both. The price is that each head compares "
+    "queries and keys in only d_k dimensions, so its score matrix has rank at most d_k and "
+    "it can express fewer patterns; with too many heads d_k becomes too small to tell keys "
+    "apart. (Two layers of one head each could still solve the task, one relation per layer.)",
+)
+
+
+teaching_notes(
+    "06",
+    goals=(
+        "Split d_model into h heads with view and transpose, attend per head, merge, and "
+        "project with W_O; explain why the parameter count does not depend on h.",
+        "Check a from-scratch module against nn.MultiheadAttention, flipping the mask "
+        "convention (PyTorch: True = blocked).",
+        "Measure head specialisation on a task with two relations, and test it by ablation.",
+        "Use the same module for cross-attention (queries from one sequence, keys and values "
+        "from another).",
+    ),
+    misconceptions=(
+        "More heads means more parameters.",
+        "view(B, h, T, d_k) splits into heads (it silently mixes positions and features).",
+        "A head's heatmap explains what the model decided.",
+        "A head has a fixed role tied to its index.",
+    ),
+    reading_minutes=60,
+    assign=("06.split_heads", "06.merge_heads", "06.swap_heads", "06.why_heads"),
+)

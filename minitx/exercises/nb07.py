@@ -1,9 +1,12 @@
-"""Exercises of notebook 07 (the transformer block): positions, sizes, losses, windows.
+"""Exercises of notebook 07 (the transformer block): sinusoidal encodings written by the
+learner, two predictions (a model without positions, stacked sliding windows), two counts,
+and an open question on long contexts.
 
-Expected answers are computed with :mod:`minitx.transformer`, :mod:`minitx.attention`
-and :mod:`minitx.gpt`, never typed in. Modules are built under
-``torch.random.fork_rng`` (or on the meta device) so that checking an answer does not
-move the learner's random numbers.
+Expected answers are computed with :mod:`minitx.transformer`, :mod:`minitx.masks` and
+PyTorch, never typed in, except the outcome of a training run (``07.no_positions``), which
+the notebook's experiment asserts. Test inputs and modules are drawn under
+``torch.random.fork_rng`` (or built on the meta device), so checking an answer does not move
+the learner's random numbers.
 """
 
 from __future__ import annotations
@@ -12,17 +15,17 @@ import math
 from typing import Any
 
 import torch
+from torch import Tensor
 
-from minitx.attention import scaled_dot_product_attention
-from minitx.exercises import close, exercise
-from minitx.gpt import GPT, GPTConfig
+from minitx.exercises import call_learner, close, exercise, teaching_notes, think
+from minitx.masks import causal_mask
 from minitx.transformer import TransformerBlock, sinusoidal_positions
 
-PE_QUESTION = {"pos": 50, "column": 3, "d_model": 4}
 BLOCK_QUESTION = {"d_model": 48, "n_heads": 4, "d_ff": 192}
-LOSS_VOCAB = 50257  # GPT-2's vocabulary
-MEMORY_QUESTION = {"B": 8, "n_heads": 6, "T": 256}  # float32
-WINDOW_QUESTION = {"block_size": 8, "prompt_length": 12, "vocab_size": 11}
+LOSS_VOCAB = 32000  # LLaMA's vocabulary
+# (T, d): a small table, one position, two columns, longer and wider ones.
+PE_CASES = ((4, 6), (1, 2), (50, 16), (9, 64), (3, 2))
+WINDOW_QUESTION = {"T": 12, "window": 4, "n_blocks": 2}
 
 
 def _as_number(answer: Any) -> float | None:
@@ -41,9 +44,172 @@ def _as_int(answer: Any) -> int | None:
     return answer
 
 
-def expected_pe(pos: int = 50, column: int = 3, d_model: int = 4) -> float:
-    """PE(pos, column) read off :func:`minitx.transformer.sinusoidal_positions`."""
-    return float(sinusoidal_positions(pos + 1, d_model, dtype=torch.float64)[pos, column])
+def _letter(answer: Any, choices: dict[str, str]) -> str | None:
+    if not isinstance(answer, str):
+        return None
+    letter = answer.strip().strip("().").strip().lower()
+    return letter if letter in choices else None
+
+
+# ---- implement: the sinusoidal table -----------------------------------------------------
+
+
+def sinusoidal(T: int, d: int) -> Tensor:
+    """The (T, d) table: PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same)."""
+    pos = torch.arange(T, dtype=torch.float64)[:, None]  # (T, 1)
+    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,)
+    angle = pos / 10000 ** (two_i / d)  # (T, d/2)
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe
+
+
+@exercise(
+    "07.sinusoidal",
+    "Write sinusoidal(T, d): the (T, d) table of sinusoidal position encodings for positions "
+    "0 to T-1 and an even d, PE(pos, 2i) = sin(pos / 10000^(2i/d)) and PE(pos, 2i+1) = "
+    "cos(pos / 10000^(2i/d)), as a tensor. The checker compares it with the package's table "
+    "for several T and d, including T = 1. Answer with the function.",
+    kind="implement",
+    solution=lambda: sinusoidal,
+)
+def _sinusoidal(answer: Any) -> str | None:
+    if not callable(answer):
+        return f"answer with a function, got {type(answer).__name__}"
+    for T, d in PE_CASES:
+        got, error = call_learner(answer, T, d)
+        if error:
+            return f"with T={T}, d={d}: {error}"
+        try:
+            got = torch.as_tensor(got).double()
+        except (TypeError, ValueError, RuntimeError):
+            return f"return a tensor, got {type(got).__name__}"
+        if tuple(got.shape) != (T, d):
+            return f"with T={T}, d={d}, the table should have shape (T, d), got {tuple(got.shape)}"
+        if torch.isnan(got).any():
+            return f"with T={T}, d={d}, your table holds NaN"
+        want = sinusoidal_positions(T, d, dtype=torch.float64)
+        wrong = ~torch.isclose(got, want, atol=1e-5, rtol=0)
+        if wrong.any():
+            pos, col = (int(i) for i in wrong.nonzero()[0])
+            kind = "a sine column" if col % 2 == 0 else "a cosine column"
+            return (
+                f"with T={T}, d={d}, the first entry that differs is PE({pos}, {col}), "
+                f"{kind}: yours is {float(got[pos, col]):.4f}"
+            )
+    return None
+
+
+# ---- predict: a model without positions --------------------------------------------------
+
+NO_POSITION_CHOICES = {
+    "a": "above 90%, as with positions",
+    "b": "between 30% and 90%",
+    "c": "below 30%",
+}
+# The outcome of the training run in notebook 07 (asserted there, over several seeds in the
+# course's own checks): about 21% without positions, 100% with them.
+NO_POSITION_ANSWER = "c"
+
+
+@exercise(
+    "07.no_positions",
+    "Predict before you run it. Notebook 06's relation model is trained again exactly as "
+    "there, but with its position table set to zeros and frozen, so it receives no position "
+    "information at all. Its test accuracy on the previous-token question will be: (a) "
+    + NO_POSITION_CHOICES["a"]
+    + "; (b) "
+    + NO_POSITION_CHOICES["b"]
+    + "; (c) "
+    + NO_POSITION_CHOICES["c"]
+    + ". Answer with a letter.",
+    kind="predict",
+    solution=lambda: NO_POSITION_ANSWER,
+)
+def _no_positions(answer: Any) -> str | None:
+    letter = _letter(answer, NO_POSITION_CHOICES)
+    if letter is None:
+        return (
+            f"answer with one of the letters {', '.join(NO_POSITION_CHOICES)}, got {answer!r:.40}"
+        )
+    if letter == NO_POSITION_ANSWER:
+        return None
+    return (
+        "not what the experiment shows: without positions, what tells a query at t "
+        "which key stands at t-1, rather than anywhere else?"
+    )
+
+
+# ---- predict: how far do two sliding windows reach? ----------------------------------------
+
+WINDOW_CHOICES = {"a": "position 3", "b": "position 6", "c": "position 11, every position"}
+
+
+def sliding_window(T: int, window: int) -> Tensor:
+    """(T, T) bool, True = may attend: query i sees keys i - window + 1 .. i."""
+    return causal_mask(T).triu(-(window - 1))
+
+
+def window_reach(T: int = 12, window: int = 4, n_blocks: int = 2) -> int:
+    """The last output position of ``n_blocks`` stacked sliding-window blocks that moves when
+    token 0 changes, found by changing it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        blocks = [TransformerBlock(16, 2, 32).double().eval() for _ in range(n_blocks)]
+        x = torch.randn(1, T, 16, dtype=torch.float64)
+        nudged = x.clone()
+        nudged[0, 0] += torch.randn(16, dtype=torch.float64)
+    mask = sliding_window(T, window)
+
+    def run(h: Tensor) -> Tensor:
+        for block in blocks:
+            out = block(h, mask=mask)
+            h = out[0] if isinstance(out, tuple) else out
+        return h
+
+    with torch.no_grad():
+        moved = (run(nudged) - run(x)).abs().amax(-1)[0] > 1e-12  # (T,)
+    return int(moved.nonzero().max())
+
+
+def window_truth() -> str:
+    q = WINDOW_QUESTION
+    reach = window_reach(**q)
+    for letter, text in WINDOW_CHOICES.items():
+        if text.startswith(f"position {reach}"):
+            return letter
+    raise AssertionError(f"no choice for a reach of {reach}")
+
+
+@exercise(
+    "07.window_reach",
+    "Predict before you run it. Two blocks are stacked, each attending only within a sliding "
+    "window of w = 4 positions (a query sees itself and the 3 positions before it). The input "
+    "has 12 tokens, positions 0 to 11. Changing token 0 moves the second block's outputs at "
+    "positions 0 up to: (a) "
+    + WINDOW_CHOICES["a"]
+    + "; (b) "
+    + WINDOW_CHOICES["b"]
+    + "; (c) "
+    + WINDOW_CHOICES["c"]
+    + ". Answer with a letter.",
+    kind="predict",
+    solution=window_truth,
+)
+def _window_reach(answer: Any) -> str | None:
+    letter = _letter(answer, WINDOW_CHOICES)
+    if letter is None:
+        return f"answer with one of the letters {', '.join(WINDOW_CHOICES)}, got {answer!r:.40}"
+    if letter == window_truth():
+        return None
+    return (
+        "not what the experiment shows: follow token 0 through the first block, then ask "
+        "which queries of the second block can see the positions it reached"
+    )
+
+
+# ---- compute ------------------------------------------------------------------------------
 
 
 def expected_block_params(d_model: int = 48, n_heads: int = 4, d_ff: int = 192) -> int:
@@ -60,65 +226,12 @@ def expected_initial_loss(vocab_size: int = LOSS_VOCAB) -> float:
     return float(torch.nn.functional.cross_entropy(logits, target))
 
 
-def expected_memory_bytes(B: int = 8, n_heads: int = 6, T: int = 256) -> int:
-    """Bytes of the float32 attention weights (B, n_heads, T, T) that attention returns,
-    computed with the package on the meta device (shapes only, no memory used)."""
-    d_head = 4  # does not matter for the weights
-    q = torch.empty(B, n_heads, T, d_head, device="meta")
-    _, weights = scaled_dot_product_attention(q, q, q)
-    return weights.numel() * weights.element_size()
-
-
-def expected_window(block_size: int = 8, prompt_length: int = 12, vocab_size: int = 11) -> list:
-    """Positions of a prompt whose token changes the next-token logits of a GPT, found by
-    changing each token in turn."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(7)
-        cfg = GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=1, n_head=2,
-                        n_embd=8)
-        model = GPT(cfg).double().eval()
-        prompt = torch.randint(0, vocab_size, (1, prompt_length))
-    with torch.no_grad():
-        base = model.next_token_logits(prompt)  # (1, V): what generate() samples from
-        seen = []
-        for pos in range(prompt_length):
-            changed = prompt.clone()
-            changed[0, pos] = (changed[0, pos] + 1) % vocab_size
-            if not torch.equal(model.next_token_logits(changed), base):
-                seen.append(pos)
-    return seen
-
-
-@exercise(
-    "07.pe_value",
-    "With d_model = 4, what is the sinusoidal encoding PE(pos=50, column 3)? Columns count "
-    "from 0. Answer with a float (3 decimals are enough).",
-)
-def _pe_value(answer: Any) -> str | None:
-    value = _as_number(answer)
-    if value is None:
-        return f"answer with a number, got {answer!r:.40}"
-    q = PE_QUESTION
-    expected = expected_pe(**q)
-    if close(value, expected, atol=1e-3):
-        return None
-    pos, col, d = q["pos"], q["column"], q["d_model"]
-    pair = col // 2
-    angle = pos / 10000 ** (2 * pair / d)
-    if close(value, math.sin(angle), atol=1e-3):
-        return "odd columns hold cosines, even columns sines"
-    if close(value, math.cos(pos / 10000 ** (col / d)), atol=1e-3):
-        return "the exponent uses 2i, where i is the index of the (sin, cos) pair: " \
-               "column // 2, not the column itself"
-    if close(value, math.cos(math.radians(angle)), atol=1e-3):
-        return "the angle is in radians"
-    return "PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model)); find i for column 3 first"
-
-
 @exercise(
     "07.block_params",
     "How many parameters (weights and biases) does TransformerBlock(d_model=48, n_heads=4, "
     "d_ff=192) have? Count attention, feed-forward and the two LayerNorms. Answer with an int.",
+    kind="compute",
+    solution=expected_block_params,
 )
 def _block_params(answer: Any) -> str | None:
     value = _as_int(answer)
@@ -138,15 +251,19 @@ def _block_params(answer: Any) -> str | None:
         return "each of the two LayerNorms has d_model weights and d_model biases"
     if value == q["n_heads"] * attn + ffn + 4 * d:
         return "the heads share W_Q, W_K, W_V, W_O: the number of heads does not change the count"
-    return "attention: W_Q, W_K, W_V, W_O with biases; feed-forward: d -> d_ff -> d with " \
-           "biases; plus two LayerNorms"
+    return (
+        "attention: W_Q, W_K, W_V, W_O with biases; feed-forward: d -> d_ff -> d with "
+        "biases; plus two LayerNorms"
+    )
 
 
 @exercise(
     "07.initial_loss",
-    "A freshly initialised language model with GPT-2's vocabulary of 50257 tokens gives almost "
+    "A freshly initialised language model with LLaMA's vocabulary of 32000 tokens gives almost "
     "equal logits to every token. What cross-entropy loss do you expect at step 0? Answer with "
     "a float (2 decimals are enough).",
+    kind="compute",
+    solution=lambda: round(expected_initial_loss(), 2),
 )
 def _initial_loss(answer: Any) -> str | None:
     value = _as_number(answer)
@@ -161,57 +278,50 @@ def _initial_loss(answer: Any) -> str | None:
         return "cross-entropy in PyTorch uses the natural logarithm, not log base 10"
     if close(value, 1 / LOSS_VOCAB, atol=1e-4):
         return "that is the probability of the right token; the loss is -log of it"
-    return "with equal logits, softmax gives every token the same probability; the loss is " \
-           "-log of the probability of the right token"
+    return (
+        "with equal logits, softmax gives every token the same probability; the loss is "
+        "-log of the probability of the right token"
+    )
 
 
-@exercise(
-    "07.attn_memory",
-    "Explicit attention with B=8 sequences, n_heads=6 and T=256 tokens stores a weights tensor "
-    "(B, n_heads, T, T) in float32 (4 bytes each). How many bytes is that, for one layer? "
-    "Answer with an int.",
+think(
+    "07.long_context",
+    "A sliding window of w positions makes attention's cost grow like n times w instead of n "
+    "squared, and stacking L such layers lets information travel up to L(w - 1) positions. "
+    "Why is that reach weaker than it sounds? Name two other ways a model could use a document "
+    "far longer than its window, and what each one gives up.",
+    "The reach is an upper bound: a far token's information must be copied hop by hop, one "
+    "window per layer, through positions that also carry their own content, so it arrives "
+    "diluted and only if every layer chose to pass it on; with a window, a token L(w - 1) + 1 "
+    "positions back has no path at all. Other approaches: a few global tokens that every "
+    "position may attend to (a summary that costs n times the number of global tokens, but "
+    "squeezes the document into a few vectors); retrieval, which finds the relevant passages "
+    "and puts them in the window (only as good as the search, and misses what was not "
+    "retrieved); recurrence or a memory carried from chunk to chunk (cheap, but a fixed-size "
+    "state is a bottleneck again, as for the RNN); or linear-attention approximations, which "
+    "are cheaper but score tokens less sharply than softmax.",
 )
-def _attn_memory(answer: Any) -> str | None:
-    value = _as_int(answer)
-    if value is None:
-        return f"answer with an int, got {type(answer).__name__}"
-    q = MEMORY_QUESTION
-    expected = expected_memory_bytes(**q)
-    if value == expected:
-        return None
-    B, h, T = q["B"], q["n_heads"], q["T"]
-    if value == expected // 4:
-        return "that is the number of entries; each float32 takes 4 bytes"
-    if value in (B * h * T * 4, B * h * T):
-        return "one weight per (query, key) pair: the matrix is T x T per head"
-    if value in (h * T * T * 4, B * T * T * 4):
-        return "every sequence of the batch and every head has its own T x T matrix"
-    if value == expected * 2:
-        return "float32 is 4 bytes, not 8"
-    return "count the entries of (B, n_heads, T, T), then multiply by the bytes per entry"
 
 
-@exercise(
-    "07.window",
-    "A GPT with block_size = 8 gets a prompt of 12 tokens (positions 0 to 11) and generates the "
-    "next token with generate(). Which prompt positions can change the prediction? Answer with "
-    "a list of ints.",
+teaching_notes(
+    "07",
+    goals=(
+        "Show that attention without positions is permutation-equivariant, and add positions: "
+        "sinusoidal (computed by hand), learned, and rotary (named).",
+        "Build the position-wise feed-forward network, LayerNorm and residual connections, and "
+        "assemble post-LN and pre-LN blocks equal to nn.TransformerEncoderLayer.",
+        "Read a block as a residual stream: attention moves information between positions, "
+        "the feed-forward network computes on each position.",
+        "Count parameters of a block and a GPT, and predict the loss at step 0 (ln V).",
+        "Measure attention's quadratic cost, compare honestly with an RNN, and see what a "
+        "context window and a sliding window cost and lose.",
+    ),
+    misconceptions=(
+        "Attention knows word order by itself.",
+        "LayerNorm, like batch normalisation, mixes the examples of a batch.",
+        "An RNN is cheaper because its operation count is O(n d^2).",
+        "A model notices, or says, when something falls outside its context window.",
+    ),
+    reading_minutes=70,
+    assign=("07.sinusoidal", "07.no_positions", "07.window_reach", "07.long_context"),
 )
-def _window(answer: Any) -> str | None:
-    if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
-        return f"answer with a list of positions, got {type(answer).__name__}"
-    try:
-        positions = sorted(int(p) for p in answer)
-    except (TypeError, ValueError):
-        return "answer with a list of int positions"
-    expected = expected_window(**WINDOW_QUESTION)
-    if positions == expected:
-        return None
-    bs, n = WINDOW_QUESTION["block_size"], WINDOW_QUESTION["prompt_length"]
-    if positions == list(range(n)):
-        return "the model reads at most block_size tokens; the rest of the prompt is dropped"
-    if positions == list(range(bs)):
-        return "generate() keeps the most recent block_size tokens, not the first ones"
-    if len(positions) != len(expected):
-        return f"the model sees exactly block_size = {bs} positions, you gave {len(positions)}"
-    return "which block_size tokens does generate() keep: idx[:, -block_size:]"

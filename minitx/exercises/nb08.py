@@ -1,189 +1,399 @@
-"""Exercises of notebook 08 (Mini-GPT on Shakespeare): size, decoding, context, memorisation.
+"""Exercises of notebook 08 (Mini-GPT on Shakespeare): decoding, a change of case,
+memorisation, and what a small model shows of the harms of large ones.
 
-Expected answers are computed with :mod:`minitx.gpt`, :mod:`minitx.sampling` and
-:mod:`minitx.analysis`, never typed in. Models are built under ``torch.random.fork_rng``
-so that checking an answer does not move the learner's random numbers.
+Expected answers are computed with :mod:`minitx.sampling`, :mod:`minitx.analysis` and the
+shipped checkpoint, never typed in. Models and random inputs are made under
+``torch.random.fork_rng`` so that checking an answer does not move the learner's random
+numbers.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 
-from minitx.analysis import longest_verbatim_match, next_token_probs
-from minitx.exercises import call_learner, exercise
-from minitx.gpt import GPT, GPTConfig
-from minitx.sampling import apply_temperature, top_p_filter
+from minitx import sampling
+from minitx.analysis import estimate_loss, longest_verbatim_match
+from minitx.exercises import call_learner, exercise, teaching_notes, think
 
-PARAMS_CONFIG = {"vocab_size": 65, "block_size": 64, "n_layer": 4, "n_head": 4, "n_embd": 128,
-                 "bias": False}
-TOP_P_LOGITS = (2.0, 1.0, 0.5, 0.0, -1.0)
-TOP_P = 0.8
-TEMPERATURE_LOGITS = (2.0, 0.0)
-TEMPERATURE = 0.5
-CONTEXT = {"block_size": 8, "prompt_length": 12}
+TEMPERATURE_LOGITS = (3.0, 1.0, 0.0)
+TEMPERATURE = 2.0
+CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare.pt"
+CASE_LETTERS = "abcd"
 
 
-def _gpt(seed: int = 0, **sizes: Any) -> GPT:
+def _letter(answer: Any) -> str:
+    """The option letter of a prediction: 'b', 'B', '(b)' and 'b)' all read as 'b'."""
+    if not isinstance(answer, str):
+        raise TypeError(f"expected a letter as a string, such as 'a', got {type(answer).__name__}")
+    letter = answer.strip().strip("().").strip().lower()
+    if letter not in CASE_LETTERS:
+        raise ValueError(f"expected one of the letters {', '.join(CASE_LETTERS)}, got {answer!r}")
+    return letter
+
+
+# ---- implement: top-p (nucleus) filtering -------------------------------------------------
+
+
+def top_p_filter(logits: Tensor, p: float) -> Tensor:
+    """Keep the most likely tokens until their probabilities reach p; -inf for the rest."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs  # mass of the tokens more likely than this one
+    drop_sorted = before >= p  # p is reached without this token
+    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def _top_p_cases() -> list[tuple[Tensor, float]]:
+    """Random logits of several shapes, and the edge cases: one token, a peaked row,
+    p = 1 (keep everything) and a tiny p (keep only the most likely token)."""
+    cases = []
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return GPT(GPTConfig(**sizes)).eval()
+        torch.manual_seed(8)
+        for shape, p in (((6,), 0.5), ((1, 1), 0.3), ((4, 10), 0.9), ((2, 3, 8), 0.6),
+                         ((3, 12), 1.0), ((2, 9), 0.01), ((1, 65), 0.75)):  # fmt: skip
+            cases.append((2 * torch.randn(*shape, dtype=torch.float64), p))
+        peaked = torch.randn(2, 7, dtype=torch.float64)
+        peaked[:, 3] += 30.0  # almost all the probability on token 3
+        cases.append((peaked, 0.95))
+    return cases
 
 
-def expected_params() -> int:
-    """Parameters of the GPT of ``PARAMS_CONFIG``, counted on a real model."""
-    return _gpt(**PARAMS_CONFIG).num_parameters()
+def _tokens(n: int) -> str:
+    return f"{n} token" if n == 1 else f"{n} tokens"
 
 
-def expected_top_p() -> set[int]:
-    """Token ids that ``top_p_filter`` keeps for ``TOP_P_LOGITS`` and ``TOP_P``."""
-    kept = torch.isfinite(top_p_filter(torch.tensor(TOP_P_LOGITS), TOP_P))
-    return set(kept.nonzero().flatten().tolist())
-
-
-def expected_temperature() -> float:
-    """Probability of token 0 for ``TEMPERATURE_LOGITS`` at ``TEMPERATURE``."""
-    logits = apply_temperature(torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64), TEMPERATURE)
-    return float(torch.softmax(logits, -1)[0])
-
-
-def expected_context() -> list[int]:
-    """Prompt positions whose token changes the next-token distribution, found by changing
-    each position of a prompt of ``CONTEXT['prompt_length']`` tokens in a real GPT."""
-    V, T = 10, CONTEXT["prompt_length"]
-    model = _gpt(seed=1, vocab_size=V, block_size=CONTEXT["block_size"], n_layer=2, n_head=2,
-                 n_embd=16)
-    idx = (torch.arange(T) % V)[None]  # (1, T)
-    base = next_token_probs(model, idx)
-    matters = []
-    for j in range(T):
-        changed = idx.clone()
-        changed[0, j] = (changed[0, j] + 1) % V
-        if not torch.equal(next_token_probs(model, changed), base):
-            matters.append(j)
-    return matters
-
-
-@exercise(
-    "08.params",
-    "How many parameters does GPT(GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, "
-    "n_embd=128, bias=False)) have (the output head is tied to the token embedding)? Count "
-    "by hand; answer with an int.",
-)
-def _params(answer: Any) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return f"answer with an int, got {type(answer).__name__}"
-    expected = expected_params()
-    if answer == expected:
-        return None
-    V, T, C = PARAMS_CONFIG["vocab_size"], PARAMS_CONFIG["block_size"], PARAMS_CONFIG["n_embd"]
-    if answer == expected + V * C:
-        return "the output head shares its matrix with the token embedding: count it once"
-    if answer == expected - T * C:
-        return "the position embedding is a parameter too"
-    if answer > expected:
-        return "too many: with bias=False there are no biases, and LayerNorms have only a gain"
-    return ("too few: per block, attention has 4 C x C matrices, the feed-forward two of "
-            "C x 4C, and there are two LayerNorms; then the embeddings and the final LayerNorm")
+def _row(index: int, shape: tuple[int, ...]) -> str:
+    """Where row ``index`` of the flattened leading dimensions of ``shape`` is."""
+    if len(shape) == 1:
+        return ""
+    position = []
+    for size in reversed(shape[:-1]):
+        index, i = divmod(index, size)
+        position.append(i)
+    return f", in row {tuple(reversed(position))}"
 
 
 @exercise(
     "08.top_p",
-    f"Next-token logits are {list(TOP_P_LOGITS)} (token ids 0 to 4). Which token ids survive "
-    f"top-p (nucleus) filtering with p = {TOP_P}? Answer with a set of ints.",
+    "Write top_p_filter(logits, p): logits (..., V) are next-token logits, p a number in "
+    "(0, 1]. Keep the smallest set of most likely tokens whose probabilities add up to at "
+    "least p, leave their logits as they are, and set every other logit to -inf, so that a "
+    "softmax gives those tokens probability 0. Return a new tensor of the same shape. Answer "
+    "with the function.",
+    kind="implement",
+    solution=lambda: top_p_filter,
 )
 def _top_p(answer: Any) -> str | None:
-    try:
-        got = {int(a) for a in answer}
-    except (TypeError, ValueError):
-        return f"answer with a set of ints, got {answer!r:.40}"
-    expected = expected_top_p()
-    if got == expected:
-        return None
-    if got < expected:
-        return ("keep adding tokens, most likely first, until their probabilities add up to "
-                "at least p: the token that crosses the line is kept")
-    if got > expected:
-        return "too many: stop as soon as the kept probabilities reach p"
-    return "top-p keeps the most likely tokens first; compute the softmax and add up"
+    if not callable(answer):
+        return f"answer with a function, got {type(answer).__name__}"
+    for logits, p in _top_p_cases():
+        given = logits.clone()
+        got, error = call_learner(answer, given, p)
+        if error:
+            return error
+        shape = tuple(logits.shape)
+        if not isinstance(got, Tensor):
+            return f"return a torch.Tensor of logits, got {type(got).__name__}"
+        if not torch.equal(given, logits):
+            return (
+                "your function changed logits in place: leave them as they are and "
+                "return a new tensor"
+            )
+        if tuple(got.shape) != shape:
+            return (
+                f"for logits of shape {shape} you return shape {tuple(got.shape)}: return "
+                "one logit per token, the same shape as the input"
+            )
+        got = got.double()
+        if torch.isnan(got).any():
+            return f"for logits of shape {shape} and p={p} your result holds NaN"
+        keep = torch.isfinite(sampling.top_p_filter(logits, p))
+        mine = torch.isfinite(got)
+        for r, (row_mine, row_keep) in enumerate(
+            zip(mine.reshape(-1, shape[-1]), keep.reshape(-1, shape[-1]), strict=True)
+        ):
+            if torch.equal(row_mine, row_keep):
+                continue
+            where = f"for logits of shape {shape} and p={p}{_row(r, shape)},"
+            n_mine, n_keep = int(row_mine.sum()), int(row_keep.sum())
+            if n_mine == shape[-1]:
+                return (
+                    f"{where} every logit is still finite: the tokens outside the "
+                    "smallest set that reaches p must get -inf (a logit of 0 still has "
+                    "some probability)"
+                )
+            probs = logits.reshape(-1, shape[-1])[r].softmax(-1)
+            if (
+                row_mine.any()
+                and (~row_mine).any()
+                and probs[row_mine].min() < probs[~row_mine].max()
+            ):
+                return (
+                    f"{where} you keep a token that is less likely than one you drop: "
+                    "keep the most likely tokens, and give the result in the "
+                    "vocabulary's order"
+                )
+            if n_mine == n_keep:
+                return (
+                    f"{where} you keep the right number of tokens but the wrong ones: "
+                    "keep the most likely, and give the result in the vocabulary's order"
+                )
+            if n_mine == n_keep - 1 and not (row_mine & ~row_keep).any():
+                return (
+                    f"{where} you keep {_tokens(n_mine)}, one too few: the token whose "
+                    "probability makes the sum reach p is kept too"
+                )
+            return (
+                f"{where} you keep {_tokens(n_mine)}, but the smallest set of most likely "
+                f"tokens whose probabilities (after a softmax) add up to p has {n_keep}"
+            )
+        if not torch.equal(got[keep], logits[keep]):
+            return (
+                "the kept tokens must keep their logits, unchanged: not probabilities, not rescaled"
+            )
+        if not torch.isneginf(got[~keep]).all():
+            return "a dropped token needs the logit -inf, not +inf"
+    return None
+
+
+# ---- compute: one temperature by hand ------------------------------------------------------
+
+
+def expected_temperature() -> float:
+    """Probability of token 0 for ``TEMPERATURE_LOGITS`` at ``TEMPERATURE``."""
+    logits = torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64)
+    logits = sampling.apply_temperature(logits, TEMPERATURE)
+    return round(float(torch.softmax(logits, -1)[0]), 3)
 
 
 @exercise(
     "08.temperature",
     f"Next-token logits are {list(TEMPERATURE_LOGITS)}. With temperature {TEMPERATURE}, what "
-    "is the probability of token 0? Answer with a float (3 decimals are enough).",
+    "is the probability of token 0? Work it out by hand (a calculator for exp is fine) and "
+    "answer with a float (3 decimals are enough).",
+    solution=expected_temperature,
 )
 def _temperature(answer: Any) -> str | None:
     if isinstance(answer, bool) or not isinstance(answer, (int, float)):
         return f"answer with a float, got {type(answer).__name__}"
     expected = expected_temperature()
-    if abs(answer - expected) < 1e-3:
+    if abs(answer - expected) < 1.5e-3:
         return None
-    plain = 1 / (1 + math.exp(-(TEMPERATURE_LOGITS[0] - TEMPERATURE_LOGITS[1])))
-    if abs(answer - plain) < 1e-3:
+    logits = torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64)
+    plain = float(torch.softmax(logits, -1)[0])
+    times = float(torch.softmax(logits * TEMPERATURE, -1)[0])
+    if abs(answer - plain) < 1.5e-3:
         return "that is the probability at temperature 1: divide the logits by T first"
-    if answer < plain:
-        return "a temperature below 1 makes the likely token more likely, not less"
-    return "divide the logits by the temperature, then take the softmax"
+    if abs(answer - times) < 1.5e-3:
+        return "you multiplied the logits by the temperature: divide them by it"
+    if answer > plain:
+        return (
+            "a temperature above 1 flattens the distribution: the likely token becomes "
+            "less likely, not more"
+        )
+    return "divide every logit by the temperature, then take the softmax over all the tokens"
+
+
+# ---- predict: the same text in capitals ----------------------------------------------------
+
+
+@cache
+def case_losses() -> dict[str, float]:
+    """Validation loss of the shipped model on the validation text as written, in capitals
+    and in lower case (the windows of notebook 08's measurement: 10 batches of 32, seed 0),
+    and the counted bigram model's loss (from the training text, add-one) on the text as
+    written."""
+    from minitx import checkpoint as ck
+    from minitx.data import load_text, train_val_split
+
+    with torch.random.fork_rng(devices=[]):
+        gpt, tok, _ = ck.load_gpt(CHECKPOINT, "cpu")
+    text = load_text("tinyshakespeare")
+    train_text, val_text = train_val_split(text, 0.9)
+    block = gpt.config.block_size
+    losses = {}
+    for name, t in (("as written", val_text), ("upper", val_text.upper()),
+                    ("lower", val_text.lower())):  # fmt: skip
+        ids = torch.tensor(tok.encode(t), dtype=torch.long)
+        losses[name] = estimate_loss(gpt, ids, block, batch_size=32, n_batches=10, seed=0)
+    train_ids = torch.tensor(tok.encode(train_text), dtype=torch.long)
+    val_ids = torch.tensor(tok.encode(val_text), dtype=torch.long)
+    V = tok.vocab_size
+    counts = torch.bincount(train_ids[:-1] * V + train_ids[1:], minlength=V * V)
+    counts = counts.view(V, V).double() + 1
+    logp = (counts / counts.sum(1, keepdim=True)).log()
+    losses["bigram"] = float(-logp[val_ids[:-1], val_ids[1:]].mean())
+    losses["uniform"] = math.log(V)
+    return losses
+
+
+def case_letter(loss: float, losses: dict[str, float]) -> str:
+    """'a' within 0.1 of the loss on the text as written, 'b' worse but below the bigram
+    model's, 'c' between the bigram model's and uniform guessing (ln V), 'd' above ln V."""
+    if abs(loss - losses["as written"]) <= 0.1:
+        return "a"
+    if loss < losses["bigram"]:
+        return "b"
+    return "c" if loss < losses["uniform"] else "d"
+
+
+def case_truth() -> dict[str, str]:
+    """The letters of the two texts, measured on the shipped model."""
+    losses = case_losses()
+    return {k: case_letter(losses[k], losses) for k in ("upper", "lower")}
 
 
 @exercise(
-    "08.context",
-    f"A GPT with block_size={CONTEXT['block_size']} reads a prompt of "
-    f"{CONTEXT['prompt_length']} tokens (positions 0 to {CONTEXT['prompt_length'] - 1}) and "
-    "predicts the next token with generate(). Changing which prompt positions can change "
-    "that prediction? Answer with a list of ints.",
+    "08.capitals",
+    "The shipped model is scored on the validation text twice more: once with every letter "
+    "turned into a capital (val_text.upper()), once with every letter in lower case "
+    "(val_text.lower()); the same windows, nothing retrained. Predict where each loss lands: "
+    "(a) within 0.1 of its loss on the text as written; (b) worse than that, but still better "
+    "than the counted bigram model; (c) worse than the bigram model, but better than guessing "
+    "uniformly among the 65 characters (ln 65); (d) worse than guessing uniformly. Answer "
+    "{'upper': letter, 'lower': letter}.",
+    kind="predict",
+    solution=case_truth,
 )
-def _context(answer: Any) -> str | None:
-    try:
-        got = sorted({int(a) for a in answer})
-    except (TypeError, ValueError):
-        return f"answer with a list of ints, got {answer!r:.40}"
-    expected = expected_context()
-    if got == expected:
-        return None
-    if got == list(range(CONTEXT["prompt_length"])):
-        return "not all of them: generate() feeds only the last block_size tokens to the model"
-    if len(got) == len(expected):
-        return "right number of positions, wrong ones: which end of the prompt is kept?"
-    return "the model sees exactly block_size tokens of the prompt; which ones?"
+def _capitals(answer: Any) -> str | None:
+    if not isinstance(answer, dict) or set(answer) != {"upper", "lower"}:
+        return "answer with a dict with the keys 'upper' and 'lower', e.g. {'upper': 'a', ...}"
+    got = {k: _letter(v) for k, v in answer.items()}
+    truth = case_truth()
+    wrong = []
+    if got["upper"] != truth["upper"]:
+        wrong.append(
+            "upper: to this model 'A' and 'a' are two unrelated tokens; where in the "
+            "training text do long runs of capitals occur, and what follows them "
+            "there?"
+        )
+    if got["lower"] != truth["lower"]:
+        wrong.append(
+            "lower: which characters of the text does lower-casing change, and how "
+            "many of them are there in a line of verse?"
+        )
+    return " ".join(wrong) or None
 
 
-def _cases() -> list[tuple[str, str]]:
+# ---- implement: the memorisation yardstick -------------------------------------------------
+
+
+def longest_match(sample: str, corpus: str) -> int:
+    """Length of the longest piece of sample that occurs verbatim in corpus."""
+    best = 0
+    for start in range(len(sample)):
+        # only a piece longer than the best so far is worth looking for
+        while start + best < len(sample) and sample[start : start + best + 1] in corpus:
+            best += 1
+    return best
+
+
+def _match_cases() -> list[tuple[str, str]]:
+    """(sample, corpus) pairs: hand-made ones, edge cases and random strings."""
     rng = random.Random(8)
     cases = [
-        ("the cat sat on the mat", "a cat on a mat, the dog sat"),
-        ("abc", "xyz"),
+        ("a cat on a mat, the dog sat", "the cat sat on the mat"),
+        ("xyz", "abc"),
+        ("abc", ""),
         ("", "abc"),
         ("to be or not", "to be or not"),
-        ("aaaa", "aaab"),
+        ("aaab", "aaaa"),
+        ("zzzhello", "say hello"),
     ]
     for _ in range(20):
         corpus = "".join(rng.choice("ab c") for _ in range(rng.randint(1, 80)))
         sample = "".join(rng.choice("abc d") for _ in range(rng.randint(1, 40)))
-        cases.append((corpus, sample))
+        cases.append((sample, corpus))
     return cases
 
 
 @exercise(
     "08.longest_match",
     "Write longest_match(sample, corpus) that returns the length (an int) of the longest "
-    "substring of sample that occurs verbatim in corpus. Answer with the function.",
+    "piece of sample (a run of consecutive characters, starting anywhere) that occurs "
+    "verbatim somewhere in corpus; 0 if none does. Answer with the function.",
+    kind="implement",
+    solution=lambda: longest_match,
 )
 def _longest_match(answer: Any) -> str | None:
     if not callable(answer):
         return f"answer with a function, got {type(answer).__name__}"
-    for corpus, sample in _cases():
+    for sample, corpus in _match_cases():
         got, error = call_learner(answer, sample, corpus)
         if error:
             return error
         if isinstance(got, bool) or not isinstance(got, int):
             return f"return an int, got {type(got).__name__}"
         expected = longest_verbatim_match(sample, corpus).length
-        if got != expected:
-            return (f"for sample={sample!r} and corpus={corpus!r} you return {got}; "
-                    "check substrings that start anywhere in the sample, not only at 0")
+        case = f"for sample={sample!r} and corpus={corpus!r} you return {got}"
+        if got < expected:
+            prefix = 0
+            while prefix < len(sample) and sample[: prefix + 1] in corpus:
+                prefix += 1
+            if got == prefix:
+                return (
+                    f"{case}, but a longer piece of the sample occurs in the corpus: a "
+                    "piece may start anywhere in the sample, not only at its start"
+                )
+            return f"{case}, but a longer piece of the sample occurs in the corpus"
+        if got > expected:
+            return f"{case}, but no piece of the sample that long occurs in the corpus"
     return None
+
+
+# ---- open question -------------------------------------------------------------------------
+
+
+think(
+    "08.harms",
+    "Section 12 measured two things in this small model: its samples reproduce the training "
+    "text's skew towards male pronouns, and it writes after a name it has never seen as "
+    "confidently as after Romeo's. A company trains a large model on text from the web and "
+    "says its outputs 'just reflect the data'. Which harms could measurements like these two "
+    "reveal in the large model, which would they miss, and is 'it reflects the data' a "
+    "defence?",
+    "Counting who appears and in which roles in the training text and in the samples shows "
+    "whether the model reproduces (or amplifies) the corpus's skews, and comparing its "
+    "confidence on real and invented entities shows that fluency and confidence are no sign "
+    "of truth: the model has no notion of whether a person or a fact exists. Neither "
+    "measurement finds harms that counts of words do not see: stereotypes carried by context "
+    "(which jobs, adjectives or crimes go with which group), toxic or private text it can "
+    "reproduce when prompted (that needs targeted searches of samples against the corpus, "
+    "as in section 10, and red-teaming), or how people act on its answers. 'It reflects the "
+    "data' describes the mechanism, it does not excuse the result: whoever chooses the "
+    "corpus, the filtering and where the model is used is responsible for what it says, and "
+    "a skew that was a fact about 16th-century plays becomes a choice when it is served to "
+    "users today.",
+)
+
+
+teaching_notes(
+    "08",
+    goals=(
+        "Count a GPT's parameters from its sizes, and reconcile the count with another "
+        "implementation's (nanoGPT leaves the position embeddings out of its count).",
+        "Train a small GPT (AdamW, warmup and cosine decay, clipping) and judge it against "
+        "yardsticks: ln V for guessing, a counted bigram model, the training loss.",
+        "Choose a decoding rule knowing what it does to the distribution, and implement "
+        "top-p filtering.",
+        "Test claims about a trained model by changing its input: occlusion rather than "
+        "attention maps, verbatim search for memorisation, counts for the corpus's skew.",
+    ),
+    misconceptions=(
+        "An attention heatmap shows what the prediction depends on.",
+        "The most likely text is the best text: greedy and beam search give dull loops.",
+        "A model that writes fluently and confidently knows something true about what it "
+        "writes of.",
+        "The model knows that 'A' and 'a' are the same letter; to it they are unrelated ids.",
+    ),
+    reading_minutes=70,
+    assign=("08.top_p", "08.capitals", "08.longest_match", "08.harms"),
+)

@@ -1,11 +1,10 @@
-"""Exercises of notebook 09 (the encoder-decoder transformer): the decoder's input, the
-causal mask at inference, one beam-search step, the KV cache.
+"""Exercises of notebook 09 (the encoder-decoder transformer): a prediction (what a change
+in the source reaches), the decoder's input, one beam-search step, what the KV cache saves,
+and two open questions.
 
 Expected answers are computed with :mod:`minitx.encoder_decoder` and :mod:`minitx.sampling`,
-never typed in, except the predict-then-run truth of ``09.no_causal``, which notebook 09
-measures (and asserts) in the cell after the exercise. Models and random inputs are made
-under ``torch.random.fork_rng`` so that checking an answer does not move the learner's
-random numbers.
+never typed in. Models and random inputs are made under ``torch.random.fork_rng`` so that
+checking an answer does not move the learner's random numbers.
 """
 
 from __future__ import annotations
@@ -15,42 +14,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from minitx.encoder_decoder import EncoderDecoder, shift_right
-from minitx.exercises import call_learner, exercise
-from minitx.sampling import beam_step
-
-CHOICES = ("lower", "same", "higher")
-# Measured in notebook 09: the model trained without the causal mask, against the causal
-# model (loss) and against itself under teacher forcing (accuracy).
-NO_CAUSAL_TRUTH = {"loss": "lower", "accuracy": "lower"}
-KV_QUESTION = {"n_layers": 2, "d_model": 16, "n_heads": 2, "steps": 22, "source_length": 18}
+from minitx import encoder_decoder, sampling
+from minitx.encoder_decoder import DateTransformer, EncoderDecoder
+from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.tasks import dates
 
 
-@exercise(
-    "09.no_causal",
-    "A second date transformer is trained like the first (same data, seed 0, the same "
-    "learning-rate schedule) for 100 steps, but with causal=False: its decoder's "
-    "self-attention may read the whole shifted target. Predict (a) its training loss after "
-    "100 steps, compared with the causal model's after 100 steps, and (b) the share of test "
-    "inputs it writes exactly right on its own (greedy decoding), compared with the share it "
-    "gets right when fed the true previous characters (teacher forcing). Answer "
-    "{'loss': ..., 'accuracy': ...}, each 'lower', 'same' or 'higher'.",
-)
-def _no_causal(answer: Any) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != {"loss", "accuracy"}:
-        return "answer with a dict with the keys 'loss' and 'accuracy'"
-    got = {k: str(v).strip().lower() for k, v in answer.items()}
-    bad = [k for k, v in got.items() if v not in CHOICES]
-    if bad:
-        return f"{bad[0]}: answer one of {', '.join(CHOICES)}"
-    wrong = []
-    if got["loss"] != NO_CAUSAL_TRUTH["loss"]:
-        wrong.append("loss: during training, what may decoder position t read without the "
-                     "mask, and how does it help predict the character at t?")
-    if got["accuracy"] != NO_CAUSAL_TRUTH["accuracy"]:
-        wrong.append("accuracy: when it writes on its own, what is missing from the "
-                     "decoder's input that was there under teacher forcing?")
-    return " ".join(wrong) or None
+def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
+    """The decoder's input: bos_id, then the target one step late (last token dropped)."""
+    bos = torch.full_like(tgt[:, :1], bos_id)  # (B, 1)
+    return torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
 
 
 def _shift_cases() -> list[tuple[Tensor, int]]:
@@ -67,6 +40,8 @@ def _shift_cases() -> list[tuple[Tensor, int]]:
     "Write shift_right(tgt, bos_id): tgt is a (B, T) tensor of target ids; return the "
     "decoder's input under teacher forcing, a new (B, T) tensor: the start id, then the "
     "target one step late (its last token dropped). Answer with the function.",
+    kind="implement",
+    solution=lambda: shift_right,
 )
 def _shift_right(answer: Any) -> str | None:
     if not callable(answer):
@@ -80,21 +55,37 @@ def _shift_right(answer: Any) -> str | None:
         if not isinstance(got, Tensor):
             return f"return a torch.Tensor, got {type(got).__name__}"
         if not torch.equal(given, tgt):
-            return "your function changed tgt in place: leave the target as it is and " \
-                   "build a new tensor"
+            return (
+                "your function changed tgt in place: leave the target as it is and "
+                "build a new tensor"
+            )
         if tuple(got.shape) != shape:
-            return f"for tgt of shape {shape} you return shape {tuple(got.shape)}: the " \
-                   "decoder reads one token per target position"
+            return (
+                f"for tgt of shape {shape} you return shape {tuple(got.shape)}: the "
+                "decoder reads one token per target position"
+            )
         if got.dtype.is_floating_point or got.dtype == torch.bool:
             return f"return integer ids (int64), got {got.dtype}"
-        expected = shift_right(tgt, bos)
+        expected = encoder_decoder.shift_right(tgt, bos)
         diff = (got != expected).nonzero()
         if len(diff):
             b, t = diff[0].tolist()
-            return (f"for tgt of shape {shape} and bos_id={bos}, the first difference is at "
-                    f"row {b}, column {t}: you have {int(got[b, t])}, the decoder should read "
-                    f"{int(expected[b, t])}")
+            return (
+                f"for tgt of shape {shape} and bos_id={bos}, the first difference is at "
+                f"row {b}, column {t}: you have {int(got[b, t])}, the decoder should read "
+                f"{int(expected[b, t])}"
+            )
     return None
+
+
+def beam_step(
+    log_probs: Tensor, beam_scores: Tensor, beam_width: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Extend every beam by every token; keep the beam_width best, best first."""
+    B, W, V = log_probs.shape
+    total = (beam_scores[:, :, None] + log_probs).reshape(B, W * V)  # each candidate's score
+    scores, flat = total.topk(beam_width, dim=-1)  # (B, beam_width), sorted
+    return scores, flat // V, flat % V  # candidate w * V + v extends beam w by token v
 
 
 def _beam_cases() -> list[tuple[Tensor, Tensor, int]]:
@@ -119,6 +110,8 @@ def _beam_cases() -> list[tuple[Tensor, Tensor, int]]:
     "log-probabilities so far (-inf for beams that do not exist yet). Return (scores, parent, "
     "token), each (B, beam_width), best first: the beam_width best extensions of any beam "
     "by any token, the beam each extends, and the token it appends. Answer with the function.",
+    kind="implement",
+    solution=lambda: beam_step,
 )
 def _beam_step(answer: Any) -> str | None:
     if not callable(answer):
@@ -127,50 +120,133 @@ def _beam_step(answer: Any) -> str | None:
         got, error = call_learner(answer, log_probs.clone(), beam_scores.clone(), width)
         if error:
             return error
-        if not isinstance(got, (tuple, list)) or len(got) != 3 or not all(
-            isinstance(t, Tensor) for t in got
+        if (
+            not isinstance(got, (tuple, list))
+            or len(got) != 3
+            or not all(isinstance(t, Tensor) for t in got)
         ):
             return "return a tuple of three tensors (scores, parent, token)"
         B, W, V = log_probs.shape
         case = f"log_probs {(B, W, V)}, beam_width={width}"
         if any(tuple(t.shape) != (B, width) for t in got):
             shapes = [tuple(t.shape) for t in got]
-            return f"with {case}, each of the three must be (B, beam_width) = {(B, width)}, " \
-                   f"got {shapes}"
+            return (
+                f"with {case}, each of the three must be (B, beam_width) = {(B, width)}, "
+                f"got {shapes}"
+            )
         scores, parent, token = (t.double() for t in got)
-        e_scores = beam_step(log_probs, beam_scores, width)[0]
+        e_scores = sampling.beam_step(log_probs, beam_scores, width)[0]
         if not torch.allclose(scores, e_scores, atol=1e-9):
             alone = torch.topk(log_probs.view(B, W * V), width, dim=-1).values
             if torch.allclose(scores, alone, atol=1e-9):
-                return "a candidate's score is the whole beam's log-probability: add the " \
-                       "score of the beam it extends"
+                return (
+                    "a candidate's score is the whole beam's log-probability: add the "
+                    "score of the beam it extends"
+                )
             if torch.allclose(scores.sort(dim=-1, descending=True).values, e_scores, atol=1e-9):
                 return f"with {case}, the right candidates, but keep them best first"
             b, k = (~torch.isclose(scores, e_scores, atol=1e-9)).nonzero()[0].tolist()
-            return f"with {case}, the first wrong score is at row {b}, position {k}: " \
-                   "compare every beam extended by every token, all W * V of them"
-        picked = beam_scores.gather(1, parent.long().clamp(0, W - 1)) + log_probs[
-            torch.arange(B)[:, None], parent.long().clamp(0, W - 1), token.long().clamp(0, V - 1)
-        ]
+            return (
+                f"with {case}, the first wrong score is at row {b}, position {k}: "
+                "compare every beam extended by every token, all W * V of them"
+            )
+        picked = (
+            beam_scores.gather(1, parent.long().clamp(0, W - 1))
+            + log_probs[
+                torch.arange(B)[:, None],
+                parent.long().clamp(0, W - 1),
+                token.long().clamp(0, V - 1),
+            ]
+        )
         bad = ~torch.isclose(picked, e_scores, atol=1e-9)
         bad |= (parent < 0) | (parent >= W) | (token < 0) | (token >= V)
         if bad.any():
             b, k = bad.nonzero()[0].tolist()
-            return f"with {case}, the scores are right, but parent[{b}, {k}] and " \
-                   f"token[{b}, {k}] do not name the candidate that has that score"
+            return (
+                f"with {case}, the scores are right, but parent[{b}, {k}] and "
+                f"token[{b}, {k}] do not name the candidate that has that score"
+            )
     return None
 
 
-def expected_kv_keys(
-    n_layers: int = 2, d_model: int = 16, n_heads: int = 2, steps: int = 22,
-    source_length: int = 18,
-) -> dict[str, int]:
+# ---- predict: one source character changes -----------------------------------------------
+
+SOURCE_EXAMPLE = "sat 14 march 1998"
+SOURCE_CHANGE = (8, "u")  # 'march' becomes 'murch': position 8 of the source
+SOURCE_CHOICES = {
+    "a": "none of them",
+    "b": "only the positions from 8 on",
+    "c": "all 11 of them",
+    "d": "only the two that write the month",
+}
+
+
+def source_change_truth() -> str:
+    """The letter of :data:`SOURCE_CHOICES` that an untrained DateTransformer shows: which
+    decoder positions' logits move when source character 8 changes."""
+    j, char = SOURCE_CHANGE
+    changed = SOURCE_EXAMPLE[:j] + char + SOURCE_EXAMPLE[j + 1 :]
+    target = "1998-03-14"
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        model = DateTransformer().double().eval()
+        src, lengths = dates.SOURCE_VOCAB.encode_batch([SOURCE_EXAMPLE, changed])
+        tgt_out = torch.tensor([[*dates.TARGET_VOCAB.encode(target), dates.EOS_ID]] * 2)
+        logits, _ = model(src, lengths, shift_right(tgt_out, dates.BOS_ID))  # (2, 11, V)
+    moved = [not torch.allclose(logits[0, t], logits[1, t], rtol=0, atol=1e-12)
+             for t in range(logits.size(1))]  # fmt: skip
+    if not any(moved):
+        return "a"
+    if all(moved):
+        return "c"
+    return "b" if moved == sorted(moved) else "d"
+
+
+@exercise(
+    "09.source_change",
+    f"Feed the untrained date transformer the source {SOURCE_EXAMPLE!r} and the shifted "
+    "target of '1998-03-14' (11 decoder positions, teacher forcing). Now change source "
+    f"character {SOURCE_CHANGE[0]} (the 'a' of 'march') to {SOURCE_CHANGE[1]!r} and feed "
+    "the same target again. Which decoder positions get different logits? (a) none; "
+    "(b) only the positions from 8 on; (c) all 11; (d) only the two that write the month. "
+    "Answer with a letter.",
+    kind="predict",
+    solution=lambda: "c",
+)
+def _source_change(answer: Any) -> str | None:
+    if not isinstance(answer, str):
+        return f"answer with one letter, a to d, as a string; got a {type(answer).__name__}"
+    letter = answer.strip().strip("()").lower()
+    if letter not in SOURCE_CHOICES:
+        return f"answer with one letter, a to d; got {answer!r}"
+    if letter == source_change_truth():
+        return None
+    return {
+        "a": "the decoder reads the memory through cross-attention: does the memory change?",
+        "b": "the causal mask works along the target, between decoder positions; which mask, "
+        "if any, limits the source characters a decoder position may read?",
+        "d": "the model is untrained: it has not learned which field lives where; what may "
+        "each decoder position's cross-attention read?",
+    }.get(letter, "look at which mask applies between the decoder and the memory")
+
+
+# ---- compute: what the KV cache saves ----------------------------------------------------
+
+
+def key_vectors(steps: int, source_length: int) -> dict[str, int]:
+    """Keys computed by one decoder layer's self-attention over ``steps`` greedy steps."""
+    without = sum(range(1, steps + 1))  # step t runs the decoder on all t tokens so far
+    return {"without": without, "with": steps}  # with the cache: the newest token only
+
+
+def expected_kv_keys(steps: int, source_length: int, n_layers: int = 2) -> dict[str, int]:
     """Key vectors computed by the self-attention of decoder layer 0 over ``steps`` greedy
     steps, counted with a hook on its projection: rerunning ``decode`` on the whole prefix
     each step ('without'), and ``decode_cached`` feeding one new token each step ('with')."""
+    d_model = 16
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = EncoderDecoder(d_model, n_heads, 1, n_layers, 2 * d_model).eval()
+        model = EncoderDecoder(d_model, 2, 1, n_layers, 2 * d_model).eval()
         memory = torch.randn(1, source_length, d_model)
         tgt = torch.randn(1, steps, d_model)
     counted = {"n": 0}
@@ -192,32 +268,99 @@ def expected_kv_keys(
     return result
 
 
+KV_CASES = ((1, 5), (2, 3), (5, 9), (9, 4), (16, 30))
+
+
 @exercise(
     "09.kv_cache",
-    f"A decoder of {KV_QUESTION['n_layers']} layers writes greedily for "
-    f"{KV_QUESTION['steps']} steps (one token per step) from a source of "
-    f"{KV_QUESTION['source_length']} characters. How many key vectors does the self-attention "
-    "of ONE decoder layer compute over all the steps, (a) without a cache, when every step "
-    "runs the decoder again on everything written so far, and (b) with the KV cache? Answer "
-    "{'without': int, 'with': int}.",
+    "A decoder writes greedily for `steps` steps, one token per step, from a source of "
+    "`source_length` characters. Write key_vectors(steps, source_length) that returns how "
+    "many key vectors the self-attention of ONE decoder layer computes over all the steps: "
+    "{'without': ..., 'with': ...}, (a) without a cache, when every step runs the decoder "
+    "again on everything written so far, and (b) with the KV cache. Work the count out by "
+    "hand, then answer with the function.",
+    kind="compute",
+    solution=lambda: key_vectors,
 )
 def _kv_cache(answer: Any) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != {"without", "with"}:
-        return "answer with a dict with the keys 'without' and 'with'"
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in answer.values()):
-        return "answer with ints"
-    expected = expected_kv_keys(**KV_QUESTION)
-    steps, S = KV_QUESTION["steps"], KV_QUESTION["source_length"]
-    wrong = []
-    if answer["without"] != expected["without"]:
-        if answer["without"] in (steps * steps, steps * S):
-            wrong.append("without: at step t the prefix holds t tokens, not all of them")
-        else:
-            wrong.append("without: step t computes a key for each of the t tokens written "
-                         "so far; add them up")
-    if answer["with"] != expected["with"]:
-        if answer["with"] == S:
-            wrong.append("with: the self-attention's keys come from the target, not the source")
-        else:
-            wrong.append("with: the cache keeps every earlier key; how many are new per step?")
-    return " ".join(wrong) or None
+    if not callable(answer):
+        return f"answer with a function, got {type(answer).__name__}"
+    for steps, S in KV_CASES:
+        got, error = call_learner(answer, steps, S)
+        if error:
+            return error
+        if not isinstance(got, dict) or set(got) != {"without", "with"}:
+            return "return a dict with the keys 'without' and 'with'"
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in got.values()):
+            return "return ints"
+        expected = expected_kv_keys(steps, S)
+        where = f"for steps={steps}, source_length={S}"
+        if got["without"] != expected["without"]:
+            if got["without"] in (steps * steps, steps * S):
+                return f"{where}, without: at step t the prefix holds t tokens, not all of them"
+            return (
+                f"{where}, without: step t computes a key for each of the t tokens "
+                "written so far; add them up"
+            )
+        if got["with"] != expected["with"]:
+            if got["with"] == S:
+                return (
+                    f"{where}, with: the self-attention's keys come from the target, not the source"
+                )
+            return f"{where}, with: the cache keeps every earlier key; how many are new per step?"
+    return None
+
+
+# ---- open questions ----------------------------------------------------------------------
+
+think(
+    "09.fair_budget",
+    "This notebook gave both models the same number of steps and the same batches. Would "
+    "equal seconds of training on your laptop, or equal floating-point operations, be "
+    "fairer? Which model would each choice favour, and why? What would you measure to run "
+    "that comparison properly?",
+    "Each budget answers a different question. Equal steps asks which model learns more "
+    "from the same examples. Equal seconds depends on the hardware: on a CPU with small "
+    "batches the GRU's sequential loop is cheap, while on a GPU the transformer processes "
+    "all positions at once and gets many more steps per second, so it would be favoured "
+    "there. Equal FLOPs ignores how well the work parallelises. A proper comparison fixes "
+    "the budget in advance, measures time per step (or FLOPs) on the target hardware, "
+    "trains every model over several seeds until its validation accuracy stops improving "
+    "or the budget is spent, and reports accuracy with its spread against that budget.",
+)
+
+think(
+    "09.century",
+    "The century digits '19' of '3/3/98' appear nowhere in the input. Where would you want "
+    "a model's cross-attention to look while writing them, and what does your answer say "
+    "about reading attention weights as an alignment?",
+    "The century follows from the two-digit year by the task's rule (50-99 give 19, 00-49 "
+    "give 20), so the useful place to look is the year '98', or anywhere that carries it "
+    "after the encoder has mixed positions. There is no human alignment to compare with: "
+    "any place the model reads is its own choice, and a weight on a character does not say "
+    "how the model computed the digit. Attention weights show where information was read "
+    "from, not the rule that used it; alignments are a view, not an explanation.",
+)
+
+teaching_notes(
+    "09",
+    goals=(
+        "Name the parts of the encoder-decoder transformer and the order of the three "
+        "sublayers of a decoder block.",
+        "Check a model built from the course's blocks against nn.Transformer, translating "
+        "the masks between the two conventions.",
+        "Explain teacher forcing, the shifted-right decoder input and why the decoder keeps "
+        "its causal mask while training.",
+        "Decode greedily and with beam search, and count the work the KV cache saves.",
+        "Set up a fair comparison of two models and read a result that goes against the "
+        "expectation.",
+    ),
+    misconceptions=(
+        "A transformer beats an RNN on any task and any budget.",
+        "The causal mask is only needed at inference.",
+        "Beam search finds the correct output; it finds outputs the model rates more likely.",
+        "Cross-attention weights are a complete account of how an output was computed.",
+    ),
+    reading_minutes=70,
+    assign=("09.source_change", "09.shift_right", "09.beam_step", "09.fair_budget"),
+)

@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention
+from minitx.runtime import evaluating
 
 BOS = "^"
 LETTERS = "abcdefgh"
@@ -59,7 +60,7 @@ class RelationOutput(NamedTuple):
     """What :class:`RelationNet` returns.
 
     ``prev_logits`` (B, T, vocab_size), ``partner_logits`` (B, T, T) (scores over
-    positions), ``weights`` (B, L, H, T, T) attention weights or None.
+    positions), ``weights`` (L, B, H, T, T) attention weights or None.
     """
 
     prev_logits: Tensor
@@ -288,7 +289,8 @@ class RelationNet(nn.Module):
 
     ``forward(x (B, T) long, need_weights=False) -> RelationOutput`` with
     ``prev_logits`` (B, T, vocab_size), ``partner_logits`` (B, T, seq_len) and, when
-    ``need_weights``, ``weights`` (B, L, H, T, T). No causal mask: a ``(`` must see its
+    ``need_weights``, ``weights`` (L, B, H, T, T), the layout of ``GPT.attention_maps``.
+    No causal mask: a ``(`` must see its
     ``)`` further right.
     """
 
@@ -325,23 +327,19 @@ class RelationNet(nn.Module):
             a, w = attn(h, need_weights=need_weights)  # w: (B, H, T, T) or None
             h = h + a  # residual: each layer adds what its heads found
             weights.append(w)
-        stacked = torch.stack(weights, dim=1) if need_weights else None  # (B, L, H, T, T)
+        stacked = torch.stack(weights) if need_weights else None  # (L, B, H, T, T)
         return RelationOutput(self.prev_head(h), self.partner_head(h), stacked)
 
     @torch.no_grad()
     def attention_maps(self, x: Tensor) -> Tensor:
         """Attention weights of every layer and head, in eval mode without gradients.
 
-        ``x`` (T,) -> (L, H, T, T); ``x`` (B, T) -> (B, L, H, T, T).
+        ``x`` (T,) -> (L, H, T, T); ``x`` (B, T) -> (L, B, H, T, T), as ``GPT``'s.
         """
         single = isinstance(x, Tensor) and x.dim() == 1
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             weights = self(x[None] if single else x, need_weights=True).weights
-        finally:
-            self.train(was_training)
-        return weights[0] if single else weights
+        return weights[:, 0] if single else weights
 
 
 def relation_loss(out: RelationOutput, batch: RelationBatch) -> Tensor:
@@ -356,12 +354,8 @@ def relation_loss(out: RelationOutput, batch: RelationBatch) -> Tensor:
 @torch.no_grad()
 def accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
     """Fraction of answered positions right: ``{"previous": ..., "partner": ...}``."""
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         out = model(batch.x)
-    finally:
-        model.train(was_training)
     result = {}
     for name, logits, target in (
         ("previous", out.prev_logits, batch.prev),
@@ -375,21 +369,21 @@ def accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
 def relation_scores(weights: Tensor, batch: RelationBatch) -> RelationScores:
     """How much weight each head puts on each relation.
 
-    ``weights`` (B, L, H, T, T) from ``RelationNet(..., need_weights=True)`` on
+    ``weights`` (L, B, H, T, T) from ``RelationNet(..., need_weights=True)`` on
     ``batch.x``. Returns :class:`RelationScores` with two (L, H) tensors in [0, 1]: the
     mean weight on the previous token (queries t >= 1) and on the partner (delimiter
     queries). A score near 1 means the head does that one thing.
     """
     T = batch.x.size(-1)
-    if weights.dim() != 5 or tuple(weights.shape[-2:]) != (T, T) or weights.size(0) != len(batch.x):
+    if weights.dim() != 5 or tuple(weights.shape[-2:]) != (T, T) or weights.size(1) != len(batch.x):
         raise ValueError(
-            f"weights must be (B, L, H, T, T) for x of shape {tuple(batch.x.shape)}, "
+            f"weights must be (L, B, H, T, T) for x of shape {tuple(batch.x.shape)}, "
             f"got {tuple(weights.shape)}"
         )
     t = torch.arange(1, T)
-    previous = weights[:, :, :, t, t - 1].mean(dim=(0, 3))  # (L, H)
+    previous = weights[:, :, :, t, t - 1].mean(dim=(1, 3))  # (L, H)
     b, q = (batch.partner != IGNORE).nonzero(as_tuple=True)
-    on_partner = weights[b, :, :, q, batch.partner[b, q]]  # (N, L, H)
+    on_partner = weights[:, b, :, q, batch.partner[b, q]]  # (N, L, H): indexed dims go first
     return RelationScores(previous, on_partner.mean(dim=0))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 
 import torch
 
@@ -10,6 +11,83 @@ from exercise_cases import Case
 from minitx.exercises import nb03
 
 RIGHT_ISO = ["2005-04-03", "1951-11-30", "2049-02-01", "1987-07-14"]
+
+
+# ---- learner functions for "03.additive", worked out from the equations by hand ---------
+
+
+def by_loops(s, h, W, U, v, mask):
+    """One batch element, one position at a time, in plain Python floats."""
+    B, T, d_h = h.shape
+    contexts, rows = [], []
+    for b in range(B):
+        scores = []
+        for j in range(T):
+            if not mask[b, j]:
+                scores.append(None)
+                continue
+            hidden = [
+                math.tanh(
+                    sum(float(W[a, i]) * float(s[b, i]) for i in range(W.shape[1]))
+                    + sum(float(U[a, i]) * float(h[b, j, i]) for i in range(d_h))
+                )
+                for a in range(W.shape[0])
+            ]
+            scores.append(sum(float(v[a]) * hidden[a] for a in range(len(hidden))))
+        top = max(x for x in scores if x is not None)
+        exps = [0.0 if x is None else math.exp(x - top) for x in scores]
+        total = sum(exps)
+        weights = [e / total for e in exps]
+        rows.append(weights)
+        contexts.append([sum(weights[j] * float(h[b, j, i]) for j in range(T)) for i in range(d_h)])
+    return torch.tensor(contexts, dtype=torch.float64), torch.tensor(rows, dtype=torch.float64)
+
+
+def vectorised(s, h, W, U, v, mask):
+    hidden = torch.tanh(torch.einsum("ad,bd->ba", W, s)[:, None] + h @ U.T)  # (B, T, A)
+    scores = torch.einsum("a,bta->bt", v, hidden)
+    weights = torch.where(mask, scores, torch.tensor(-1e30, dtype=scores.dtype)).softmax(dim=1)
+    return torch.bmm(weights[:, None, :], h)[:, 0], weights
+
+
+def no_mask(s, h, W, U, v, mask):
+    return vectorised(s, h, W, U, v, torch.ones_like(mask))
+
+
+def mask_as_zero_score(s, h, W, U, v, mask):
+    """Sets padded scores to 0 instead of -inf: padding keeps some weight."""
+    scores = torch.tanh((s @ W.T)[:, None, :] + h @ U.T) @ v
+    weights = torch.softmax(scores * mask, dim=1)
+    return (weights[:, :, None] * h).sum(1), weights
+
+
+def softmax_over_batch(s, h, W, U, v, mask):
+    scores = (torch.tanh((s @ W.T)[:, None, :] + h @ U.T) @ v).masked_fill(~mask, -1e30)
+    weights = torch.softmax(scores, dim=0)
+    return (weights[:, :, None] * h).sum(1), weights
+
+
+def no_tanh(s, h, W, U, v, mask):
+    scores = (((s @ W.T)[:, None, :] + h @ U.T) @ v).masked_fill(~mask, -1e30)
+    weights = torch.softmax(scores, dim=1)
+    return (weights[:, :, None] * h).sum(1), weights
+
+
+def mean_context(s, h, W, U, v, mask):
+    """Right weights, but the context is the plain mean of the real states."""
+    _, weights = vectorised(s, h, W, U, v, mask)
+    return (h * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True), weights
+
+
+def nan_on_padding(s, h, W, U, v, mask):
+    context, weights = vectorised(s, h, W, U, v, mask)
+    return context, weights.masked_fill(~mask, float("nan"))
+
+
+def weights_transposed(s, h, W, U, v, mask):
+    context, weights = vectorised(s, h, W, U, v, mask)
+    return context, weights.T
+
 
 CASES: dict[str, Case] = {
     "03.iso": Case(
@@ -26,33 +104,31 @@ CASES: dict[str, Case] = {
         never=tuple(RIGHT_ISO),
     ),
     "03.additive": Case(
-        right=([0.20, 0.36, 0.44], (0.2045, 0.3576, 0.4379)),
+        right=(by_loops, vectorised, nb03.additive_attention),
         wrong=(
-            ([0.42, 0.16, 0.42], "dot-product weights"),
-            ([0.3, 0.3, 0.3], "add up to 1"),
-            ([0.5, 0.5], "give 3 weights"),
-            ([0.33, 0.33, 0.34], "tanh of each entry"),
+            (no_mask, "which is padding"),
+            (mask_as_zero_score, "which is padding"),
+            (softmax_over_batch, "add up to 1"),
+            (no_tanh, "first wrong weight"),
+            (mean_context, "the context is not"),
+            (nan_on_padding, "NaN"),
+            (weights_transposed, "weights must be (B, T)"),
+            (lambda *args: args[0], "pair (context, weights)"),
+            (lambda *args: 1 / 0, "ZeroDivisionError"),
+            ("softmax", "a function"),
         ),
-        never=("0.20", "0.36", "0.44"),
+        never=("tanh(", "masked_fill", "-inf"),
     ),
-    "03.context": Case(
-        right=([0.64, 0.80],),
-        wrong=(([0.5, 0.5], "weighted sum"), ([0.64], "2")),
-        unreadable=([None, "x"],),
-    ),
-    "03.dot": Case(
-        right=([0.42, 0.16, 0.42],),
-        wrong=(([0.20, 0.36, 0.44], "additive weights"), ([0.33, 0.33, 0.34], "s . h_j")),
-    ),
-    "03.memory": Case(
-        right=({"without": 64, "with": 2560},),
+    "03.duplicate": Case(
+        right=("B", " (b) "),  # a letter in any case, with or without brackets
         wrong=(
-            ([64, 2560], "dict"),
-            ({"without": 40, "with": 2560}, "one vector of hidden_size"),
-            ({"without": 64, "with": 64}, "one state of hidden_size numbers per"),
-            ({"without": 1, "with": 1}, None),
+            ("a", "denominator"),
+            ("c", "two copies of h_3"),
+            ("d", "which part of that depends"),
+            ("e", "one letter, a to d"),
+            (2, "as a string"),
         ),
-        never=("64", "2560"),
+        never=("toward", "closer"),
     ),
 }
 
@@ -63,29 +139,36 @@ def check_nb03_expected_values_are_what_the_prompts_describe():
     assert [datetime.date.fromisoformat(s) for s in nb03.expected_iso()] == [
         d for d, _ in nb03.ISO_CASES
     ]
-    # by hand: scores v . tanh(s + h_j) with s = [1, 0]
-    scores = torch.tensor([2 * 0 + torch.tanh(torch.tensor(2.0)), 2 * torch.tanh(torch.tensor(1.0)),
-                           torch.tanh(torch.tensor(2.0)) + torch.tanh(torch.tensor(1.0))],
-                          dtype=torch.float64)  # fmt: skip
-    weights, context = nb03.expected_additive()
-    torch.testing.assert_close(weights, torch.softmax(scores, 0))
-    torch.testing.assert_close(context, weights @ torch.tensor(nb03.H, dtype=torch.float64))
-    torch.testing.assert_close(
-        nb03.expected_dot(), torch.softmax(torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64), 0)
-    )
-    assert nb03.expected_memory() == {"without": 64, "with": 40 * 64}
+    # The reference answer of "03.additive" agrees with the loops above on every case.
+    for case in nb03._additive_cases():
+        for mine, ref in zip(by_loops(*case), nb03.additive_attention(*case), strict=True):
+            torch.testing.assert_close(mine, ref)
+
+
+def check_nb03_duplicate_by_algebra():
+    # With a copy of h_3 the weights become exp(e_j) / (Z + exp(e_3)): the new context is
+    # (Z c + exp(e_3) h_3) / (Z + exp(e_3)), a point strictly between c and h_3.
+    e = [0.3, -1.2, 0.5]
+    h = [[1.0, 2.0], [-1.0, 0.0], [3.0, -2.0]]
+    Z = sum(math.exp(x) for x in e)
+    c = [sum(math.exp(e[j]) * h[j][i] for j in range(3)) / Z for i in range(2)]
+    w3 = math.exp(e[2])
+    c2 = [(Z * c[i] + w3 * h[2][i]) / (Z + w3) for i in range(2)]
+    assert math.dist(c2, h[2]) < math.dist(c, h[2])
+    assert nb03.duplicate_truth() == "b"
 
 
 def check_nb03_expected_values_leave_the_random_state_alone():
     torch.manual_seed(123)
     a = torch.rand(3)
     torch.manual_seed(123)
-    nb03.expected_memory()
-    nb03.expected_additive()
+    nb03.duplicate_truth(5)
+    nb03._additive_cases()
     assert torch.equal(torch.rand(3), a)
 
 
 VALUE_CHECKS = [
     check_nb03_expected_values_are_what_the_prompts_describe,
+    check_nb03_duplicate_by_algebra,
     check_nb03_expected_values_leave_the_random_state_alone,
 ]

@@ -2,14 +2,109 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import torch
+
 from exercise_cases import Case
+from minitx.exercises import nb04
 
 RIGHT_SHAPES = {
     "X": (4, 6), "W_Q": (6, 3), "W_K": (6, 3), "W_V": (6, 3), "Q": (4, 3), "K": (4, 3),
     "V": (4, 3), "S": (4, 4), "A": (4, 4), "Z": (4, 3),
 }  # fmt: skip
 
+
+# ---- learner functions for 04.attention: right ones, and ones with typical bugs -----------
+
+
+def attention_by_hand(Q, K, V):
+    """Exponentials divided by their row sum, written out."""
+    s = Q @ K.transpose(-1, -2) / Q.shape[-1] ** 0.5
+    e = (s - s.amax(-1, keepdim=True)).exp()
+    A = e / e.sum(-1, keepdim=True)
+    return A @ V, A
+
+
+def attention_einsum(Q, K, V):
+    A = torch.einsum("...qd,...kd->...qk", Q, K).div(math.sqrt(Q.size(-1))).softmax(-1)
+    return torch.einsum("...qk,...kv->...qv", A, V), A
+
+
+def no_scale(Q, K, V):
+    A = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
+    return A @ V, A
+
+
+def scale_by_d_k(Q, K, V):
+    A = torch.softmax(Q @ K.transpose(-2, -1) / Q.size(-1), dim=-1)
+    return A @ V, A
+
+
+def softmax_over_queries(Q, K, V):
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)), dim=-2)
+    return A @ V, A
+
+
+def two_dimensional_only(Q, K, V):
+    A = torch.softmax(Q @ K.t() / math.sqrt(Q.size(-1)), dim=-1)  # K.t() is for 2-D only
+    return A @ V, A
+
+
+def weights_first(Q, K, V):
+    Z, A = attention_by_hand(Q, K, V)
+    return A, Z
+
+
+def keys_instead_of_values(Q, K, V):
+    _, A = attention_by_hand(Q, K, V)
+    return A @ K, A
+
+
+def values_in_reverse(Q, K, V):
+    _, A = attention_by_hand(Q, K, V)
+    return A @ V.flip(-2), A
+
+
+def only_outputs(Q, K, V):
+    return attention_by_hand(Q, K, V)[0]
+
+
 CASES: dict[str, Case] = {
+    "04.shift_keys": Case(
+        right=("(a)", " (A) ", "unchanged"),
+        wrong=(
+            ("b", "write the new score"),
+            ("(d)", "which of them differs"),
+            ("maybe", "one letter"),
+            (3, "one letter"),
+        ),
+        never=("unchanged",),
+    ),
+    "04.repeat_word": Case(
+        right=("(b)", "Moves straight towards v_river"),
+        wrong=(
+            ("a", "add one more term"),
+            ("(d)", "divided by the sum"),
+            ("towards", "one letter"),
+        ),
+        never=("towards",),
+    ),
+    "04.attention": Case(
+        right=(attention_by_hand, attention_einsum),
+        wrong=(
+            (no_scale, "did not scale"),
+            (scale_by_d_k, "divided the scores by d_k"),
+            (softmax_over_queries, "softmax's axis"),
+            (two_dimensional_only, "raised"),
+            (weights_first, "order (Z, A)"),
+            (keys_instead_of_values, "weighted sum of the values"),
+            (values_in_reverse, "A is right but Z is not"),
+            (only_outputs, "two tensors"),
+            ("attention", "expected a function"),
+        ),
+    ),
     "04.shapes": Case(
         right=(RIGHT_SHAPES, {k: list(v) for k, v in RIGHT_SHAPES.items()}),
         wrong=(
@@ -18,31 +113,67 @@ CASES: dict[str, Case] = {
             ({**RIGHT_SHAPES, "S": (4, 3), "W_V": (3, 6)}, "check W_V, S"),
         ),
     ),
-    "04.softmax": Case(
-        right=([0.09, 0.24, 0.67], (0.0900, 0.2447, 0.6652)),
-        wrong=(
-            ([0.33, 0.33, 0.34], "exp(s)"),
-            ([0.1, 0.2, 0.3], "add up to 1"),
-            ([0.09, 0.91], "give 3 weights"),
-            ("0.09", "give 3 weights"),
-        ),
-        never=("0.09", "0.67", "0.24"),
-    ),
-    "04.dominant": Case(
-        right=("plea", " Plea "),
-        wrong=(("not", "largest weight"), ("court", "one of not, guilty, plea"), (2, "string")),
-    ),
-    "04.z1": Case(
-        right=([0.76, 0.91],),
-        wrong=(([0.67, 0.91], "a_1 * v_not"), ([0.76], "2"), ([0.0, 0.0], None)),
-        never=("0.76", "0.91"),
-        unreadable=([None, "x"],),
-    ),
     "04.tiny": Case(
-        right=([0.80, 0.20],),
-        wrong=(([0.88, 0.12], "sqrt(d_k)"), ([0.5, 0.5], "softmax over the two")),
+        right=([0.80, 0.20], (0.8044, 0.1956)),
+        wrong=(
+            ([0.88, 0.12], "sqrt(d_k)"),
+            ([0.5, 0.5], "softmax over the two"),
+            ([0.8], "give 2"),
+        ),
+        never=("0.80", "0.20"),
+        unreadable=(5,),
     ),
 }
 
 
-VALUE_CHECKS = []
+# ---- the checkers' expected values, computed another way ---------------------------------
+
+
+def _softmax(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def shift_keys_is_unchanged_by_algebra():
+    # q . (k_j + c) = q . k_j + q . c: the second term is the same for every key of a row,
+    # and a softmax ignores a constant added to a whole row.
+    rng = np.random.default_rng(7)
+    q, K, c = rng.normal(size=(5, 3)), rng.normal(size=(4, 3)), rng.normal(size=3) * 5
+    assert np.allclose(_softmax(q @ K.T), _softmax(q @ (K + c).T))
+    assert nb04.shift_keys_outcome() == "unchanged"
+
+
+def repeat_word_moves_towards_river():
+    # z = sum_j w_j v_j / sum_j w_j. A second 'river' adds the term w_r v_r:
+    # z' = (W z + w_r v_r) / (W + w_r), a point on the segment from z to v_r.
+    W_Q, W_K, W_V = (m.numpy() for m in nb04.random_projections(16, d_k=16))
+    words = list(nb04.REPEAT_SENTENCE)
+    X = nb04.embed_tokens([*words, "river"], 16).numpy()
+    q = X[1] @ W_Q
+    w = np.exp((X @ W_K) @ q / 4.0)  # sqrt(16) = 4
+    V = X @ W_V
+    z_before = (w[:5, None] * V[:5]).sum(0) / w[:5].sum()
+    z_after = (w[:, None] * V).sum(0) / w.sum()
+    t = w[5] / w.sum()
+    assert np.allclose(z_after, (1 - t) * z_before + t * V[4])  # V[4] is v_river
+    assert 0 < t < 1
+    assert nb04.repeat_word_outcome() == "moves straight towards v_river"
+
+
+def tiny_by_hand():
+    # scores [2, 0] / sqrt(2): the first weight is 1 / (1 + e^(-sqrt 2)).
+    first = 1 / (1 + math.exp(-math.sqrt(2)))
+    assert np.allclose(nb04.expected_tiny().numpy(), [first, 1 - first])
+    assert abs(first - 0.8044) < 1e-4
+
+
+def shapes_by_hand():
+    assert nb04.expected_shapes() == RIGHT_SHAPES
+
+
+VALUE_CHECKS = [
+    shift_keys_is_unchanged_by_algebra,
+    repeat_word_moves_towards_river,
+    tiny_by_hand,
+    shapes_by_hand,
+]

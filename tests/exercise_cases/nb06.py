@@ -2,10 +2,70 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from exercise_cases import Case
-from minitx.exercises.nb06 import _planted_weights, expected_prev_head
+from minitx.attention import MultiHeadAttention
+from minitx.exercises.nb06 import merge_heads, split_heads, swap_heads, swap_truth
+from minitx.tasks.relations import RelationNet, RelationTask
+
+# ---- split_heads: right and wrong, written by hand --------------------------------------
+
+
+def split_by_reshape(x, n_heads):
+    B, T, _ = x.shape
+    return x.reshape(B, T, n_heads, -1).permute(0, 2, 1, 3)
+
+
+def split_by_chunks(x, n_heads):
+    return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
+
+
+def split_without_transpose(x, n_heads):
+    B, T, C = x.shape
+    return x.view(B, T, n_heads, C // n_heads)  # (B, T, h, d_k): axes in the wrong order
+
+
+def split_by_view_only(x, n_heads):
+    B, T, C = x.shape
+    return x.view(B, n_heads, T, C // n_heads)  # the right shape, positions and features mixed
+
+
+def split_interleaved(x, n_heads):
+    B, T, C = x.shape
+    return x.view(B, T, C // n_heads, n_heads).permute(0, 3, 1, 2)  # feature c to head c % h
+
+
+def split_with_a_typo(x, n_heads):
+    return x.view(x.size(0), x.size(1), n_heads, x.size(3))
+
+
+# ---- merge_heads -------------------------------------------------------------------------
+
+
+def merge_by_reshape(z):
+    B, h, T, d = z.shape
+    return z.transpose(1, 2).reshape(B, T, h * d)
+
+
+def merge_by_cat(z):
+    return torch.cat(z.unbind(dim=1), dim=-1)
+
+
+def merge_without_transpose(z):
+    B, h, T, d = z.shape
+    return z.reshape(B, T, h * d)  # the right shape, heads and positions mixed
+
+
+def merge_view_of_transposed(z):
+    B, h, T, d = z.shape
+    return z.transpose(1, 2).view(B, T, h * d)  # view of a non-contiguous tensor
+
+
+def merge_keeps_four_axes(z):
+    return z.transpose(1, 2)
 
 
 def negate(mask):
@@ -40,54 +100,29 @@ def divide_by_zero(*args):
     return 1 / 0
 
 
-def find_prev_head(weights):
-    _, H, T, _ = weights.shape
-    t = torch.arange(1, T)
-    score = weights[:, :, t, t - 1].mean(-1)  # (L, H)
-    i = int(score.argmax())
-    return i // H, i % H
-
-
-def sharpest_head(weights):
-    H = weights.size(1)
-    i = int(weights.max(-1).values.mean(-1).argmax())
-    return i // H, i % H
-
-
-def first_head(weights):
-    return 0, 0
-
-
-def a_single_int(weights):
-    return 3
-
-
 CASES: dict[str, Case] = {
-    "06.params": Case(
-        right=(4 * 64 * 64 + 4 * 64,),
+    "06.split_heads": Case(
+        right=(split_by_reshape, split_by_chunks),
         wrong=(
-            (4 * 64 * 64, "biases"),
-            (8 * (4 * 64 * 64 + 4 * 64), "full-size"),
-            (1234, "number of heads should not matter"),
-            ("16640", "int"),
+            (split_without_transpose, "should be (B, n_heads, T, d_k)"),
+            (split_by_view_only, "first entry that differs"),
+            (split_interleaved, "differs from the package's"),
+            (split_with_a_typo, "raised IndexError"),
+            (divide_by_zero, "ZeroDivisionError"),
+            ("x.view(B, T, h, d)", "function"),
         ),
+        never=("transpose(1, 2)", "permute"),
     ),
-    "06.head_shape": Case(
-        right=((2, 6, 5, 8), [2, 6, 5, 8]),
+    "06.merge_heads": Case(
+        right=(merge_by_reshape, merge_by_cat),
         wrong=(
-            ((2, 5, 6, 8), "wrong order"),
-            ((2, 6, 5, 48), "d_model / n_heads"),
-            ((2, 6, 5), "4 dimensions"),
-            ("2, 6, 5, 8", "tuple of ints"),
+            (merge_without_transpose, "first entry that differs"),
+            (merge_view_of_transposed, "raised RuntimeError"),
+            (merge_keeps_four_axes, "should be (B, T, d_model)"),
+            (lambda z: "heads", "return a tensor"),
+            (42, "function"),
         ),
-    ),
-    "06.cross": Case(
-        right=({"out": (2, 3, 16), "weights": (2, 4, 3, 7)},),
-        wrong=(
-            ({"out": (2, 7, 16), "weights": (2, 4, 3, 7)}, "one output per query"),
-            ({"out": (2, 3, 16), "weights": (2, 4, 7, 3)}, "one row per query"),
-            ([(2, 3, 16)], "dict"),
-        ),
+        never=("transpose(1, 2)",),
     ),
     "06.torch_mask": Case(
         right=(negate, logical_not, to_float_mask),
@@ -100,18 +135,61 @@ CASES: dict[str, Case] = {
             ("~mask", "function"),
         ),
     ),
-    "06.prev_head": Case(
-        right=(find_prev_head,),
-        wrong=((sharpest_head, "first token"), (first_head, "average"), (a_single_int, "pair")),
+    "06.swap_heads": Case(
+        right=("(a)", "A."),
+        wrong=(("b", "not what the experiment shows"), ("(c)", "slot number")),
+        unreadable=(),
+        never=("same", "unchanged"),
     ),
 }
 
 
-def check_nb06_planted_weights_are_attention_and_found_by_the_package():
-    w = _planted_weights(3, 4, 16, (0, 3), seed=1)
-    assert torch.allclose(w.sum(-1), torch.ones(3, 4, 16))
-    assert expected_prev_head(w) == (0, 3)
-    assert sharpest_head(w) == (1, 0)  # the sink is sharper: a naive answer fails
+def loop_over_heads(mha, x):
+    """Multi-head self-attention as a loop over heads, written from the formula."""
+    C, h = mha.d_model, mha.n_heads
+    d = C // h
+    W, b = mha.in_proj.weight, mha.in_proj.bias
+    outs = []
+    for i in range(h):
+        rows = slice(i * d, (i + 1) * d)
+        q = x @ W[:C][rows].T + b[:C][rows]
+        k = x @ W[C : 2 * C][rows].T + b[C : 2 * C][rows]
+        v = x @ W[2 * C :][rows].T + b[2 * C :][rows]
+        a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1)
+        outs.append(a @ v)
+    return torch.cat(outs, dim=-1) @ mha.out_proj.weight.T + mha.out_proj.bias
 
 
-VALUE_CHECKS = [check_nb06_planted_weights_are_attention_and_found_by_the_package]
+def check_nb06_split_and_merge_agree_with_a_loop_over_heads():
+    torch.manual_seed(0)
+    for B, T, C, h in ((2, 5, 8, 2), (1, 1, 12, 3), (3, 4, 16, 4)):
+        mha = MultiHeadAttention(C, h).double()
+        x = torch.randn(B, T, C, dtype=torch.float64)
+        q, k, v = (x @ mha.in_proj.weight.T + mha.in_proj.bias).split(C, dim=-1)
+        qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)
+        assert qh.shape == (B, h, T, C // h)
+        assert torch.equal(qh[:, 1 % h, :, 0], q[:, :, (1 % h) * (C // h)])  # head 1, feature 0
+        z = torch.softmax(qh @ kh.transpose(-2, -1) / math.sqrt(C // h), dim=-1) @ vh
+        out = merge_heads(z) @ mha.out_proj.weight.T + mha.out_proj.bias
+        assert torch.allclose(out, loop_over_heads(mha, x), atol=1e-12)
+        assert torch.equal(merge_heads(split_heads(q, h)), q)
+
+
+def check_nb06_swapping_heads_changes_nothing_and_the_letter_says_so():
+    task = RelationTask()
+    torch.manual_seed(3)
+    model = RelationNet.for_task(task).double().eval()
+    swapped = swap_heads(model, 1, 0, 1)
+    assert not torch.equal(swapped.layers[1].in_proj.weight, model.layers[1].in_proj.weight)
+    x = task.sample(4, seed=1).x
+    with torch.no_grad():
+        a, b = model(x), swapped(x)
+    assert torch.allclose(a.prev_logits, b.prev_logits, atol=1e-10)
+    assert torch.allclose(a.partner_logits, b.partner_logits, atol=1e-10)
+    assert swap_truth() == "a"
+
+
+VALUE_CHECKS = [
+    check_nb06_split_and_merge_agree_with_a_loop_over_heads,
+    check_nb06_swapping_heads_changes_nothing_and_the_letter_says_so,
+]

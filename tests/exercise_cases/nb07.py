@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -11,89 +12,144 @@ from exercise_cases import Case
 from minitx.exercises.nb07 import (
     expected_block_params,
     expected_initial_loss,
-    expected_memory_bytes,
-    expected_pe,
-    expected_window,
+    sinusoidal,
+    sliding_window,
+    window_reach,
+    window_truth,
 )
-from minitx.transformer import TransformerBlock
+from minitx.transformer import TransformerBlock, sinusoidal_positions
+
+# ---- sinusoidal: right and wrong tables, written by hand ----------------------------------
 
 
-def by_formula(V, T, L, C):
-    """GPT parameters with bias=False and a tied head: embeddings, blocks, final norm."""
-    return V * C + T * C + L * (4 * C * C + 8 * C * C + 2 * C) + C
+def table_with_loops(T, d):
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    for pos in range(T):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            pe[pos, 2 * i] = math.sin(angle)
+            pe[pos, 2 * i + 1] = math.cos(angle)
+    return pe
 
 
-BLOCK_NO_NORMS = 4 * 48 * 48 + 4 * 48 + 2 * 48 * 192 + 192 + 48
+def table_in_numpy_float32(T, d):
+    pos = np.arange(T)[:, None]
+    angle = pos / 10000 ** (np.arange(0, d, 2) / d)
+    pe = np.zeros((T, d), dtype=np.float32)
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
+
+
+def sin_and_cos_swapped(T, d):
+    return table_with_loops(T, d)[:, [c + 1 if c % 2 == 0 else c - 1 for c in range(d)]]
+
+
+def exponent_uses_the_column(T, d):
+    pos = torch.arange(T, dtype=torch.float64)[:, None]
+    col = torch.arange(d, dtype=torch.float64)
+    angle = pos / 10000 ** (col / d)  # column 2i+1 gets its own speed: wrong
+    return torch.where(col.long() % 2 == 0, torch.sin(angle), torch.cos(angle))
+
+
+def positions_from_one(T, d):
+    return table_with_loops(T + 1, d)[1:]
+
+
+def transposed(T, d):
+    return table_with_loops(T, d).T
+
+
+def degrees(T, d):
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    for pos in range(T):
+        for i in range(d // 2):
+            angle = math.radians(pos / 10000 ** (2 * i / d))
+            pe[pos, 2 * i], pe[pos, 2 * i + 1] = math.sin(angle), math.cos(angle)
+    return pe
+
+
+def log_of_zero(T, d):
+    return torch.log(torch.zeros(T, d)) * 0  # NaN everywhere
+
+
+def crashes_on_a_single_position(T, d):
+    return table_with_loops(T, d)[torch.arange(T) + (T == 1)]  # row 1 when T = 1
+
 
 CASES: dict[str, Case] = {
-    "07.pe_value": Case(
-        right=(math.cos(0.5), 0.878, torch.tensor(0.8776)),
+    "07.sinusoidal": Case(
+        right=(table_with_loops, table_in_numpy_float32),
         wrong=(
-            (math.sin(0.5), "odd columns hold cosines"),
-            (math.cos(50 / 10000 ** (3 / 4)), "column // 2"),
-            (math.cos(math.radians(0.5)), "radians"),
-            (0.1, "find i for column 3"),
-            ("cos(0.5)", "number"),
-            (True, "number"),
+            (sin_and_cos_swapped, "PE(0, 0), a sine column: yours is 1.0000"),
+            (exponent_uses_the_column, "PE(1, 1), a cosine column"),
+            (positions_from_one, "PE(0, 0)"),
+            (degrees, "PE(1, 0)"),
+            (transposed, "should have shape (T, d)"),
+            (log_of_zero, "NaN"),
+            (crashes_on_a_single_position, "with T=1, d=2: your function raised IndexError"),
+            ("sin(pos / 10000 ** (2 * i / d))", "function"),
         ),
+        never=("10000 ** (2", "column // 2"),
+    ),
+    "07.no_positions": Case(
+        right=("(c)", "C."),
+        wrong=(("a", "not what the experiment shows"), ("(b)", "t-1")),
+        unreadable=(),
+    ),
+    "07.window_reach": Case(
+        right=("(b)", "B."),
+        wrong=(("a", "not what the experiment shows"), ("(c)", "second block")),
+        unreadable=(),
     ),
     "07.block_params": Case(
         right=(12 * 48 * 48 + 13 * 48,),
         wrong=(
             (4 * 48 * 48 + 2 * 48 * 192, "bias"),
-            (BLOCK_NO_NORMS, "left out the two"),
-            (BLOCK_NO_NORMS + 96, "each of the two"),
+            (4 * 48 * 48 + 4 * 48 + 2 * 48 * 192 + 192 + 48, "left out the two"),
+            (4 * 48 * 48 + 4 * 48 + 2 * 48 * 192 + 192 + 48 + 96, "each of the two"),
             (4 * (4 * 48 * 48 + 4 * 48) + 2 * 48 * 192 + 192 + 48 + 4 * 48, "number of heads"),
             (12345, "two LayerNorms"),
             (28272.0, "int"),
-            (1, None),
         ),
     ),
     "07.initial_loss": Case(
-        right=(math.log(50257), 10.82),
+        right=(math.log(32000), 10.37),
         wrong=(
-            (math.log2(50257), "natural logarithm"),
-            (math.log10(50257), "natural logarithm"),
-            (1 / 50257, "-log"),
+            (math.log2(32000), "natural logarithm"),
+            (math.log10(32000), "natural logarithm"),
+            (1 / 32000, "-log"),
             (4.17, "same probability"),
-        ),
-    ),
-    "07.attn_memory": Case(
-        right=(8 * 6 * 256 * 256 * 4,),
-        wrong=(
-            (8 * 6 * 256 * 256, "4 bytes"),
-            (8 * 6 * 256 * 4, "T x T"),
-            (6 * 256 * 256 * 4, "every sequence"),
-            (8 * 6 * 256 * 256 * 8, "not 8"),
-            (1, "entries"),
-            ("12582912", "int"),
-        ),
-    ),
-    "07.window": Case(
-        right=(list(range(4, 12)), range(4, 12), [11, 10, 9, 8, 7, 6, 5, 4]),
-        wrong=(
-            (list(range(12)), "at most block_size"),
-            (list(range(8)), "most recent"),
-            ([10, 11], "exactly block_size"),
-            (list(range(3, 11)), "idx[:, -block_size:]"),
-            ("4..11", "list"),
-            (["a"], "int positions"),
+            ("ln 32000", "number"),
         ),
     ),
 }
 
 
 def check_nb07_expected_values_agree_with_independent_computations():
-    assert expected_pe(50, 3, 4) == pytest.approx(math.cos(50 / 10000 ** (2 / 4)), abs=1e-12)
-    assert expected_pe(3, 0, 8) == pytest.approx(math.sin(3), abs=1e-12)
+    for T, d in ((4, 6), (1, 2), (30, 8)):
+        assert torch.allclose(sinusoidal(T, d), table_with_loops(T, d), atol=1e-12)
+        assert torch.allclose(
+            sinusoidal_positions(T, d, dtype=torch.float64), table_with_loops(T, d), atol=1e-12
+        )
     assert expected_block_params(48, 4, 192) == 12 * 48**2 + 13 * 48
     real = TransformerBlock(16, 2, 40)
     assert expected_block_params(16, 2, 40) == sum(p.numel() for p in real.parameters())
     assert expected_initial_loss(65) == pytest.approx(math.log(65), abs=1e-12)
-    assert expected_memory_bytes(2, 3, 5) == 2 * 3 * 5 * 5 * 4
-    assert expected_window(8, 12, 11) == list(range(4, 12))
-    assert expected_window(4, 6, 11) == [2, 3, 4, 5]
-    assert expected_window(8, 5, 11) == [0, 1, 2, 3, 4]  # a short prompt is seen whole
+    assert expected_initial_loss() == pytest.approx(math.log(32000), abs=1e-12)
 
 
-VALUE_CHECKS = [check_nb07_expected_values_agree_with_independent_computations]
+def check_nb07_sliding_windows_reach_one_window_per_block():
+    band = sliding_window(6, 3)
+    by_hand = torch.tensor([[i - 3 < j <= i for j in range(6)] for i in range(6)])
+    assert torch.equal(band, by_hand)
+    assert window_reach(12, 4, 1) == 3  # one block: the window, w - 1 = 3 positions on
+    assert window_reach(12, 4, 2) == 6  # two blocks: 2 (w - 1)
+    assert window_reach(12, 3, 3) == 6  # three blocks of w = 3: 3 * 2
+    assert window_reach(12, 4, 4) == 11  # 4 * 3 = 12 is beyond the last position
+    assert window_truth() == "b"
+
+
+VALUE_CHECKS = [
+    check_nb07_expected_values_agree_with_independent_computations,
+    check_nb07_sliding_windows_reach_one_window_per_block,
+]

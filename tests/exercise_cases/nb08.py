@@ -2,74 +2,264 @@
 
 from __future__ import annotations
 
+import math
+
+import torch
+
 from exercise_cases import Case
 
+# ---- 08.top_p: learner functions, right and wrong --------------------------------------
 
-def divide_by_zero(*args):
+
+def top_p_by_loop(logits, p):
+    """Right, written without the package's approach: one row at a time, token by token."""
+    out = logits.clone()
+    rows = out.reshape(-1, out.size(-1))
+    for row in rows:
+        probs = torch.softmax(row, dim=-1).tolist()
+        order = sorted(range(len(probs)), key=lambda i: -probs[i])
+        total, kept = 0.0, set()
+        for i in order:
+            if total >= p:
+                break
+            kept.add(i)
+            total += probs[i]
+        for i in range(len(probs)):
+            if i not in kept:
+                row[i] = float("-inf")
+    return out
+
+
+def top_p_keep_mask(logits, p):
+    """Right: the same rule with a boolean mask built on the sorted probabilities."""
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    keep_sorted = torch.cumsum(probs, dim=-1) - probs < p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return torch.where(keep, logits, torch.full_like(logits, float("-inf")))
+
+
+def drops_the_crossing_token(logits, p):
+    """Keeps only the tokens whose running sum stays within p: one too few."""
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    drop_sorted = torch.cumsum(probs, dim=-1) > p
+    drop_sorted[..., 0] = False
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def stays_sorted(logits, p):
+    """Forgets to put the tokens back in vocabulary order."""
+    sorted_logits, _ = logits.sort(dim=-1, descending=True)
+    probs = torch.softmax(sorted_logits, dim=-1)
+    drop = torch.cumsum(probs, dim=-1) - probs >= p
+    return sorted_logits.masked_fill(drop, float("-inf"))
+
+
+def sorts_the_batch_axis(logits, p):
+    """Sorts along dim 0 (right only for a single row of logits)."""
+    probs, order = torch.softmax(logits, dim=0).sort(dim=0, descending=True)
+    drop_sorted = torch.cumsum(probs, dim=0) - probs >= p
+    return logits.masked_fill(drop_sorted.scatter(0, order, drop_sorted), float("-inf"))
+
+
+def sums_logits(logits, p):
+    """Adds up sorted logits instead of probabilities."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    drop_sorted = torch.cumsum(sorted_logits, dim=-1) - sorted_logits >= p
+    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
+
+
+def fills_with_zero(logits, p):
+    """Dropped tokens get a logit of 0, which still has probability."""
+    kept = torch.isfinite(top_p_keep_mask(logits, p))
+    return torch.where(kept, logits, torch.zeros_like(logits))
+
+
+def returns_probabilities(logits, p):
+    """Returns renormalised probabilities instead of logits."""
+    kept = torch.isfinite(top_p_keep_mask(logits, p))
+    probs = torch.softmax(logits, dim=-1) * kept
+    return probs / probs.sum(-1, keepdim=True)
+
+
+def rescales_the_kept(logits, p):
+    """Renormalises the kept logits (log-probabilities over the nucleus)."""
+    return torch.log_softmax(top_p_keep_mask(logits, p), dim=-1)
+
+
+def in_place(logits, p):
+    kept = torch.isfinite(top_p_keep_mask(logits, p))
+    return logits.masked_fill_(~kept, float("-inf"))
+
+
+def kept_values_only(logits, p):
+    out = top_p_keep_mask(logits, p)
+    return out[torch.isfinite(out)]
+
+
+def raises(logits, p):
     return 1 / 0
 
 
-def longest_match(sample, corpus):
-    best = 0
-    for i in range(len(sample)):
-        for j in range(i + best + 1, len(sample) + 1):
-            if sample[i:j] not in corpus:
-                break
-            best = j - i
-    return best
+# ---- 08.longest_match -------------------------------------------------------------------
 
 
-def prefix_only(sample, corpus):
+def longest_by_brute_force(sample, corpus):
+    """Right: every piece of the sample, longest first."""
+    for n in range(len(sample), 0, -1):
+        if any(sample[i : i + n] in corpus for i in range(len(sample) - n + 1)):
+            return n
+    return 0
+
+
+def longest_prefix_only(sample, corpus):
     n = 0
     while n < len(sample) and sample[: n + 1] in corpus:
         n += 1
     return n
 
 
+def whole_sample(sample, corpus):
+    return len(sample)
+
+
 def a_float(sample, corpus):
     return 1.0
 
 
-def by_formula(V, T, L, C):
-    """GPT parameters with bias=False and a tied head: embeddings, blocks, final norm."""
-    return V * C + T * C + L * (4 * C * C + 8 * C * C + 2 * C) + C
+def one_short(sample, corpus):
+    return max(0, longest_by_brute_force(sample, corpus) - 1)
 
-
-GPT_PARAMS = by_formula(65, 64, 4, 128)
 
 CASES: dict[str, Case] = {
-    "08.params": Case(
-        right=(GPT_PARAMS,),
+    "08.top_p": Case(
+        right=(top_p_by_loop, top_p_keep_mask),
         wrong=(
-            (GPT_PARAMS + 65 * 128, "count it once"),
-            (GPT_PARAMS - 64 * 128, "position embedding"),
-            (123, "too few"),
-            ("804096", "answer with an int"),
-            (1, None),
+            (drops_the_crossing_token, "one too few"),
+            (stays_sorted, "vocabulary's order"),
+            (sorts_the_batch_axis, "less likely than one you drop"),
+            (sums_logits, "less likely than one you drop"),
+            (fills_with_zero, "every logit is still finite"),
+            (returns_probabilities, "every logit is still finite"),
+            (rescales_the_kept, "unchanged"),
+            (in_place, "in place"),
+            (kept_values_only, "same shape as the input"),
+            (raises, "ZeroDivisionError"),
+            (0.8, "a function"),
         ),
     ),
-    "08.top_p": Case(
-        right=({0, 1, 2}, [2, 1, 0]),
-        wrong=(({0, 1}, "crosses the line"), ({0, 1, 2, 3}, "too many"), (3, "set of ints")),
-    ),
+    # (3, 1, 0) / 2 = (1.5, 0.5, 0): e^1.5 / (e^1.5 + e^0.5 + 1) = 4.4817 / 7.1304 = 0.6285;
+    # at temperature 1, e^3 / (e^3 + e + 1) = 0.8438; multiplied by 2, e^6 / (e^6 + e^2 + 1)
+    # = 0.9797; the first two tokens alone, e^1.5 / (e^1.5 + e^0.5) = 0.7311
     "08.temperature": Case(
-        right=(0.982,),
-        wrong=((0.881, "temperature 1"), (0.6, "more likely, not less")),
+        right=(0.629, 0.6285, 0.63),
+        wrong=(
+            (0.844, "temperature 1"),
+            (0.98, "multiplied"),
+            (0.731, "divide every logit"),
+            (0.9, "less likely, not more"),
+            ("0.629", "answer with a float"),
+        ),
     ),
-    "08.context": Case(
-        right=(list(range(4, 12)), range(4, 12)),
-        wrong=((list(range(12)), "last block_size"), (list(range(8)), "which end"), ([1], None)),
+    # capitals: 'A' and 'a' are different ids, and runs of capitals in the corpus are the
+    # speaker names (followed by ':' and a newline): above ln 65. Lower case changes only the
+    # first letters of lines and names: worse, but still better than the bigram table.
+    "08.capitals": Case(
+        right=({"upper": "d", "lower": "b"}, {"upper": "(D)", "lower": "b)"}),
+        wrong=(
+            ({"upper": "a", "lower": "b"}, "upper:"),
+            ({"upper": "c", "lower": "b"}, "upper:"),
+            ({"upper": "d", "lower": "a"}, "lower:"),
+            ({"upper": "a", "lower": "a"}, "upper:"),
+            ({"upper": "d"}, "keys 'upper' and 'lower'"),
+            ("d", "keys 'upper' and 'lower'"),
+        ),
+        unreadable=({"upper": "e", "lower": "b"}, {"upper": 4, "lower": "b"}),
     ),
     "08.longest_match": Case(
-        right=(longest_match,),
+        right=(longest_by_brute_force,),
         wrong=(
-            (prefix_only, "start anywhere"),
-            (divide_by_zero, "ZeroDivisionError"),
+            (longest_prefix_only, "start anywhere"),
+            (one_short, "a longer piece"),
+            (whole_sample, "no piece of the sample that long"),
             (a_float, "return an int"),
+            (raises, "ZeroDivisionError"),
             (5, "a function"),
         ),
     ),
 }
 
 
-VALUE_CHECKS = []
+def temperature_by_hand():
+    from minitx.exercises import nb08
+
+    e = [math.exp(1.5), math.exp(0.5), 1.0]
+    assert nb08.expected_temperature() == round(e[0] / sum(e), 3)
+
+
+def top_p_cases_by_hand():
+    """The reference and the package agree with the loop on every case the checker uses,
+    and on a case worked out by hand: logits log(0.5, 0.3, 0.15, 0.05), p = 0.79 keeps the
+    first two (0.5 + 0.3 passes 0.79) and p = 0.81 the first three."""
+    from minitx import sampling
+    from minitx.exercises import nb08
+
+    logits = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64).log()
+    for p, kept in ((0.79, [True, True, False, False]), (0.81, [True, True, True, False])):
+        for fn in (nb08.top_p_filter, sampling.top_p_filter, top_p_by_loop):
+            assert torch.isfinite(fn(logits, p)).tolist() == kept, (fn, p)
+    for logits, p in nb08._top_p_cases():
+        assert torch.equal(nb08.top_p_filter(logits, p), top_p_by_loop(logits, p))
+
+
+def capitals_by_an_independent_measurement():
+    """Score the three texts on 100 consecutive 64-character windows of each (not the
+    checker's random windows) with a plain cross-entropy, and the letters must agree."""
+    import torch.nn.functional as F
+
+    from minitx import checkpoint as ck
+    from minitx.data import load_text
+    from minitx.exercises import nb08
+
+    with torch.random.fork_rng(devices=[]):
+        gpt, tok, _ = ck.load_gpt(nb08.CHECKPOINT, "cpu")
+    text = load_text("tinyshakespeare")
+    n = int(0.9 * len(text))
+    train, val = text[:n], text[n:]
+    V = 65
+    ids = torch.tensor(tok.encode(train))
+    counts = torch.ones(V, V, dtype=torch.float64)
+    counts.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64),
+                      accumulate=True)  # fmt: skip
+    v = torch.tensor(tok.encode(val))
+    bigram = -(counts / counts.sum(1, keepdim=True)).log()[v[:-1], v[1:]].mean().item()
+
+    def loss(t):
+        x = torch.tensor(tok.encode(t[: 100 * 64 + 1]))
+        inp, tgt = x[:-1].view(100, 64), x[1:].view(100, 64)
+        with torch.no_grad():
+            logits, _ = gpt(inp)
+        return F.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1)).item()
+
+    written, upper, lower = loss(val), loss(val.upper()), loss(val.lower())
+    assert abs(bigram - nb08.case_losses()["bigram"]) < 1e-6
+    assert upper > math.log(V) and nb08.case_truth()["upper"] == "d"
+    assert written + 0.1 < lower < bigram and nb08.case_truth()["lower"] == "b"
+
+
+def longest_match_by_hand():
+    from minitx.exercises import nb08
+
+    assert (
+        nb08.longest_match("a cat on a mat, the dog sat", "the cat sat on the mat") == 6
+    )  # "at on "
+    for sample, corpus in nb08._match_cases():
+        assert nb08.longest_match(sample, corpus) == longest_by_brute_force(sample, corpus)
+
+
+VALUE_CHECKS = [
+    temperature_by_hand,
+    top_p_cases_by_hand,
+    capitals_by_an_independent_measurement,
+    longest_match_by_hand,
+]

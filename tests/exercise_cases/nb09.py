@@ -21,6 +21,18 @@ def shift_in_place(tgt, bos_id):
     return tgt
 
 
+def key_vectors_by_formula(steps, source_length):
+    # step t reads a prefix of t tokens: 1 + 2 + ... + steps keys; with the cache, 1 per step
+    return {"without": steps * (steps + 1) // 2, "with": steps}
+
+
+def key_vectors_by_loop(steps, source_length):
+    without = 0
+    for t in range(1, steps + 1):
+        without += t
+    return {"without": without, "with": sum(1 for _ in range(steps))}
+
+
 def beam_step(log_probs, beam_scores, beam_width):
     B, W, V = log_probs.shape
     total = (beam_scores[:, :, None] + log_probs).reshape(B, W * V)
@@ -67,28 +79,29 @@ CASES: dict[str, Case] = {
         ),
     ),
     "09.kv_cache": Case(
-        right=({"without": 253, "with": 22},),
+        right=(key_vectors_by_formula, key_vectors_by_loop, E.key_vectors),
         wrong=(
-            ({"without": 22 * 22, "with": 22}, "not all of them"),
-            ({"without": 100, "with": 22}, "add them up"),
-            ({"without": 253, "with": 18}, "come from the target"),
-            ({"without": 253, "with": 1}, "how many are new"),
-            ({"without": 253.0, "with": 22}, "ints"),
-            ([253, 22], "a dict"),
+            (lambda steps, S: {"without": steps * steps, "with": steps}, "not all of them"),
+            (lambda steps, S: {"without": steps * S, "with": steps}, "not all of them"),
+            (lambda steps, S: {"without": 2 * steps, "with": steps}, "add them up"),
+            (lambda steps, S: {"without": steps * (steps + 1) // 2, "with": S}, "from the target"),
+            (lambda steps, S: {"without": steps * (steps + 1) // 2, "with": 1}, "how many are new"),
+            (lambda steps, S: {"without": steps * (steps + 1) / 2, "with": steps}, "ints"),
+            (lambda steps, S: [steps, steps], "a dict"),
+            ({"without": 15, "with": 5}, "a function"),
         ),
-        never=("253",),
+        never=("(steps + 1)", "sum(range"),
     ),
-    "09.no_causal": Case(
-        right=(
-            {"loss": "lower", "accuracy": "lower"},
-            {"loss": " Lower", "accuracy": "LOWER "},
-        ),
+    "09.source_change": Case(
+        right=("C", " (c) "),  # a letter in any case, with or without brackets
         wrong=(
-            ({"loss": "higher", "accuracy": "lower"}, "loss: during training"),
-            ({"loss": "lower", "accuracy": "same"}, "accuracy: when it writes on"),
-            ({"loss": "down", "accuracy": "lower"}, "loss: answer one of"),
-            ("lower", "a dict with the keys"),
+            ("a", "does the memory change"),
+            ("b", "which mask, if any"),
+            ("d", "untrained"),
+            ("x", "one letter, a to d"),
+            (3, "as a string"),
         ),
+        never=("all 11", "every position"),
     ),
     "09.shift_right": Case(
         right=(
@@ -117,13 +130,17 @@ CASES: dict[str, Case] = {
 
 
 def check_expected_values_agree_with_independent_reasoning():
-    steps = E.KV_QUESTION["steps"]
-    assert E.expected_kv_keys(**E.KV_QUESTION) == {
-        "without": steps * (steps + 1) // 2,
-        "with": steps,
-    }
+    for steps, S in E.KV_CASES:
+        assert E.expected_kv_keys(steps, S) == key_vectors_by_formula(steps, S)
     for tgt, bos in E._shift_cases():
         assert torch.equal(shift_right(tgt, bos), E.shift_right(tgt, bos))
+    for log_probs, scores, width in E._beam_cases():
+        for mine, ref in zip(beam_step(log_probs, scores, width),
+                             E.beam_step(log_probs, scores, width), strict=True):  # fmt: skip
+            assert torch.equal(mine, ref)
+    # Cross-attention has no causal mask and the encoder none either: a changed source
+    # character reaches every decoder position.
+    assert E.source_change_truth() == "c"
 
 
 VALUE_CHECKS = [check_expected_values_agree_with_independent_reasoning]
