@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -178,7 +181,41 @@ def autocast(runtime: Runtime) -> contextlib.AbstractContextManager:
     return torch.autocast(device_type=runtime.device.type, dtype=runtime.dtype)
 
 
+class DeferredInterrupt:
+    """Turn the first SIGINT into a flag checked between steps, so a checkpoint is consistent.
+
+    A second Ctrl-C raises at once. Signal handlers can only be set from the main
+    thread; elsewhere the plain ``KeyboardInterrupt`` path of the loop is used.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+        self._installed = False
+
+    def _handler(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(
+            "\ninterrupt: stopping after this step (Ctrl-C again to abort at once)",
+            file=sys.stderr,
+        )
+
+    def __enter__(self) -> DeferredInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+
+
 __all__ = [
+    "DeferredInterrupt",
     "Runtime",
     "activated",
     "autocast",

@@ -20,14 +20,14 @@ checks this encoder against two ``minitx.rnn.GRU`` runs).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import AdditiveAttention, DotProductAttention
+from minitx.runtime import evaluating
 from minitx.tasks import dates
 from minitx.tasks.dates import CharVocab, DateBatch, DateExample
 
@@ -218,10 +218,8 @@ def translate(
         raise TypeError("translate expects a list of strings, got a single str")
     device = next(model.parameters()).device
     src, lengths = src_vocab.encode_batch(list(sources))
-    was_training = model.training
-    model.eval()
-    ids, weights = model.greedy_decode(src.to(device), lengths.to(device), max_len)
-    model.train(was_training)
+    with evaluating(model):
+        ids, weights = model.greedy_decode(src.to(device), lengths.to(device), max_len)
     results = []
     for b, n in enumerate(lengths.tolist()):
         row = ids[b].tolist()
@@ -234,10 +232,12 @@ def translate(
 
 
 @torch.no_grad()
-def accuracy(model: Seq2Seq, examples: Sequence[DateExample], batch_size: int = 500) -> float:
-    """Fraction of ``examples`` whose whole target is written exactly (greedy decoding)."""
+def exact_match(model: Seq2Seq, examples: Sequence[DateExample], batch_size: int = 500) -> float:
+    """Fraction of ``examples`` whose whole target is written exactly (greedy decoding):
+    a sequence-level score, stricter than the per-character accuracy of
+    :func:`minitx.trainer.accuracy`."""
     if len(examples) == 0:
-        raise ValueError("accuracy needs at least one example")
+        raise ValueError("exact_match needs at least one example")
     correct = 0
     for i in range(0, len(examples), batch_size):
         chunk = examples[i : i + batch_size]
@@ -247,44 +247,67 @@ def accuracy(model: Seq2Seq, examples: Sequence[DateExample], batch_size: int = 
     return correct / len(examples)
 
 
-def length_bucketed_batches(
-    data: DateBatch, batch_size: int, seed: int = 0, window: int = 4
-) -> Iterator[DateBatch]:
-    """Endless random batches of examples of similar source length, trimmed of padding.
+class DateTask:
+    """The date task as :class:`minitx.trainer.Trainer` wants it: batches and a loss.
 
-    ``data`` holds the whole training set (``dates.make_batch(train)``). Each batch is
-    ``batch_size`` examples drawn from a random run of ``window * batch_size``
-    neighbours in length order, so little of a batch is padding (cheaper steps).
+    ``get_batch(split, generator)`` draws ``batch_size`` examples from a random run of
+    ``window * batch_size`` neighbours in source-length order, trimmed of padding, so
+    little of a batch is padding (cheaper steps); ``window=None`` draws from the whole
+    split, lengths mixed. ``loss(model, batch)`` is the teacher-forced cross-entropy,
+    padded target positions left out.
     """
-    N = data.src.size(0)
-    if not isinstance(batch_size, int) or not 1 <= batch_size <= N:
-        raise ValueError(f"batch_size must be an int in [1, {N}], got {batch_size!r}")
-    gen = torch.Generator().manual_seed(seed)
-    order = torch.argsort(data.src_lengths, stable=True)
-    if not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be an int >= 1, got {window!r}")
-    size = min(N, window * batch_size)
-    tgt_lengths = (data.tgt_out != 0).sum(dim=1)  # target + </s>
-    while True:
-        first = int(torch.randint(0, N - size + 1, (1,), generator=gen))
-        pick = torch.randperm(size, generator=gen)[:batch_size]
+
+    def __init__(
+        self,
+        train: Sequence[DateExample],
+        val: Sequence[DateExample] | None = None,
+        batch_size: int = 64,
+        window: int | None = 4,
+    ) -> None:
+        if len(train) == 0:
+            raise ValueError("train must not be empty")
+        self.splits = {"train": dates.make_batch(train)}
+        if val is not None and len(val) > 0:
+            self.splits["val"] = dates.make_batch(val)
+        N = self.splits["train"].src.size(0)
+        if not isinstance(batch_size, int) or not 1 <= batch_size <= N:
+            raise ValueError(f"batch_size must be an int in [1, {N}], got {batch_size!r}")
+        if window is not None and (not isinstance(window, int) or window < 1):
+            raise ValueError(f"window must be None or an int >= 1, got {window!r}")
+        self.batch_size, self.window = batch_size, window
+        self.order = {k: torch.argsort(d.src_lengths, stable=True) for k, d in self.splits.items()}
+
+    def get_batch(self, split: str, generator: torch.Generator) -> DateBatch:
+        if split not in self.splits:
+            raise ValueError(f"no {split!r} examples: the task has {sorted(self.splits)}")
+        data, order = self.splits[split], self.order[split]
+        N = data.src.size(0)
+        size = N if self.window is None else min(N, self.window * self.batch_size)
+        first = int(torch.randint(0, N - size + 1, (1,), generator=generator))
+        pick = torch.randperm(size, generator=generator)[: self.batch_size]
         idx = order[first + pick]
-        T_in, T_out = int(data.src_lengths[idx].max()), int(tgt_lengths[idx].max())
-        yield DateBatch(
+        T_in = int(data.src_lengths[idx].max())
+        T_out = int((data.tgt_out[idx] != 0).sum(dim=1).max())  # target + </s>
+        return DateBatch(
             data.src[idx, :T_in], data.src_lengths[idx],
             data.tgt_in[idx, :T_out], data.tgt_out[idx, :T_out],
         )  # fmt: skip
+
+    @staticmethod
+    def loss(model: nn.Module, batch: DateBatch) -> Tensor:
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T_out, V)
+        return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0)
 
 
 def train_seq2seq(
     model: Seq2Seq,
     train: Sequence[DateExample],
     *,
+    val: Sequence[DateExample],
     steps: int = 250,
     batch_size: int = 64,
     lr: float = 2e-2,
     seed: int = 0,
-    val: Sequence[DateExample] | None = None,
     eval_every: int = 50,
     clip: float = 1.0,
     min_lr_fraction: float = 0.1,
@@ -292,64 +315,47 @@ def train_seq2seq(
     target_acc: float | None = None,
     schedule_steps: int | None = None,
 ) -> dict[str, list[float]]:
-    """Train for ``steps`` steps with teacher forcing and cross-entropy: Adam, gradient norm
-    clipped at ``clip``, learning rate decayed from ``lr`` to ``lr * min_lr_fraction`` along a
-    cosine over ``schedule_steps`` (default ``steps``).
+    """Train a date model with :class:`minitx.trainer.Trainer` on a :class:`DateTask`:
+    Adam (AdamW without weight decay), gradient norm clipped at ``clip``, learning rate
+    decayed from ``lr`` to ``lr * min_lr_fraction`` along a cosine over ``schedule_steps``
+    (default ``steps``); batches drawn with ``seed``. ``val``, held-out examples, gives
+    the validation loss and the exact-match accuracy.
 
-    ``train``/``val`` are lists of :class:`~minitx.tasks.dates.DateExample`. Batches come
-    from :func:`length_bucketed_batches` seeded with ``seed`` (``window=None``: drawn from
-    the whole set, lengths mixed); padded target positions do not count in the loss.
+    ``target_acc``: stop early, at the first evaluation (every ``eval_every`` steps) where
+    the exact-match accuracy on ``val`` reaches it. (To give a second model the same
+    number of steps under the same schedule, pass ``steps=`` the first model's last step
+    and ``schedule_steps=`` its ``steps``.)
 
-    ``target_acc``: stop early, at the first evaluation where the accuracy on ``val``
-    reaches it. (To give a second model the same number of steps under the same schedule,
-    pass ``steps=`` the first model's last step and ``schedule_steps=`` its ``steps``.)
-
-    Returns a history dict: "step" and "loss" (mean training loss over each
-    ``eval_every`` steps), "val_acc" (exact-match accuracy on ``val``, when given) and
-    "seconds" (wall time so far).
+    Returns the Trainer's history (``step``, ``train_loss``, ``elapsed_s``, ``eval_step``,
+    ``val_loss``, ...), plus ``val_acc``, the exact match on ``val`` at each ``eval_step``.
     """
+    from minitx.trainer import TrainConfig, Trainer
+
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
-    if len(train) == 0:
-        raise ValueError("train must not be empty")
     schedule_steps = steps if schedule_steps is None else schedule_steps
     if not isinstance(schedule_steps, int) or schedule_steps < steps:
         raise ValueError(f"schedule_steps must be an int >= steps={steps}, got {schedule_steps!r}")
-    if target_acc is not None and val is None:
-        raise ValueError("target_acc needs val examples to measure the accuracy on")
+    if len(val) == 0:
+        raise ValueError("val must hold examples: the run is judged on held-out dates")
+    task = DateTask(train, val, batch_size, window)
     device = next(model.parameters()).device
-    data = dates.make_batch(train)
-    window = data.src.size(0) if window is None else window
-    batches = length_bucketed_batches(data, batch_size, seed=seed, window=window)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(
-        opt, schedule_steps, eta_min=lr * min_lr_fraction
-    )
-    history: dict[str, list[float]] = {"step": [], "loss": [], "val_acc": [], "seconds": []}
-    start, running = time.perf_counter(), []
-    model.train()
-    for step in range(1, steps + 1):
-        batch = next(batches)
-        src, lengths = batch.src.to(device), batch.src_lengths.to(device)
-        logits, _ = model(src, lengths, batch.tgt_in.to(device))  # (B, T_out, V)
-        loss = F.cross_entropy(
-            logits.flatten(0, 1), batch.tgt_out.to(device).flatten(), ignore_index=model.pad_id
-        )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        sched.step()
-        running.append(loss.item())
-        if step % eval_every == 0 or step == steps:
-            history["step"].append(step)
-            history["loss"].append(sum(running) / len(running))
-            running = []
-            if val is not None:
-                history["val_acc"].append(accuracy(model, val))
-                model.train()
-            history["seconds"].append(time.perf_counter() - start)
-            if target_acc is not None and history["val_acc"][-1] >= target_acc:
-                break
+    config = TrainConfig(
+        max_steps=steps, batch_size=batch_size, learning_rate=lr,
+        min_lr=lr * min_lr_fraction, warmup_steps=0, lr_decay_steps=schedule_steps,
+        weight_decay=0.0, betas=(0.9, 0.999), grad_clip=clip, eval_interval=eval_every,
+        eval_steps=1, log_interval=eval_every, device=str(device), dtype="float32",
+        compile=False, threads=torch.get_num_threads(), seed=seed, progress=False,
+    )  # fmt: skip
+    trainer = Trainer(model, config, task.get_batch, loss_fn=task.loss)
+    trainer.history["val_acc"] = []
+
+    def record_accuracy(t: Trainer) -> None:
+        t.history["val_acc"].append(exact_match(t.model, val))
+        if target_acc is not None and t.history["val_acc"][-1] >= target_acc:
+            t.stop()
+
+    trainer.add_callback("on_eval_end", record_accuracy)
+    history = trainer.train()
     model.eval()
     return history

@@ -29,18 +29,18 @@ the process may use).
 from __future__ import annotations
 
 import math
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from minitx.runtime import DTYPES, Runtime, activated, autocast, plan_runtime
+from minitx.optim import make_optimizer
+from minitx.runtime import DeferredInterrupt, Runtime, activated, autocast
+from minitx.train_config import TrainConfig, runtime_for
 
 Batch = Any  # whatever get_batch returns; (x, y) for a language model
 BatchFn = Callable[[str, torch.Generator], Batch]
@@ -59,209 +59,6 @@ HISTORY_KEYS = (
     "val_loss",
     "eval_train_loss",  # only filled when TrainConfig.eval_train is True
 )
-
-
-# ---------------------------------------------------------------- learning-rate schedule
-def lr_at(
-    step: int, *, learning_rate: float, min_lr: float, warmup_steps: int, decay_steps: int
-) -> float:
-    """Learning rate for optimisation step ``step`` (0-based): linear warmup, then cosine.
-
-    - ``step < warmup_steps``: rises linearly, ``learning_rate * (step + 1) / warmup_steps``;
-    - ``warmup_steps <= step < decay_steps``: cosine from ``learning_rate`` down to ``min_lr``;
-    - ``step >= decay_steps``: ``min_lr``.
-
-    With ``min_lr == learning_rate`` and ``warmup_steps == 0`` the rate is constant.
-    """
-    if step < 0:
-        raise ValueError(f"step must be >= 0, got {step}")
-    if warmup_steps < 0 or decay_steps < warmup_steps:
-        raise ValueError(
-            f"need 0 <= warmup_steps <= decay_steps, got warmup_steps={warmup_steps}, "
-            f"decay_steps={decay_steps}"
-        )
-    if step < warmup_steps:
-        return learning_rate * (step + 1) / warmup_steps
-    if step >= decay_steps:
-        return min_lr
-    ratio = (step - warmup_steps) / max(1, decay_steps - warmup_steps)  # in [0, 1)
-    coeff = 0.5 * (1.0 + math.cos(math.pi * ratio))  # 1 -> 0
-    return min_lr + coeff * (learning_rate - min_lr)
-
-
-# ---------------------------------------------------------------- configuration
-@dataclass
-class TrainConfig:
-    """Everything the training loop needs to know; nothing about the model.
-
-    ``lr_decay_steps=None`` means "decay until ``max_steps``" (a run shorter than its
-    warmup stays in the warmup). Weight decay applies to matrices only (see
-    ``param_groups``). ``eval_train`` also evaluates on fixed training batches (dropout
-    off), for a train curve comparable with the val curve. ``grad_clip=0`` turns
-    clipping off. ``device='auto'`` picks CUDA, then mps, then CPU; ``dtype='auto'``
-    picks bfloat16 autocast on CUDA (when supported) and float32 elsewhere;
-    ``compile=None`` compiles on CUDA only. ``seed`` seeds the batch generator (the
-    caller seeds the model's initialisation).
-    """
-
-    max_steps: int = 2000
-    batch_size: int = 12
-    learning_rate: float = 1e-3
-    min_lr: float = 1e-4
-    warmup_steps: int = 100
-    lr_decay_steps: int | None = None
-    weight_decay: float = 0.1
-    betas: tuple[float, float] = (0.9, 0.99)
-    grad_clip: float = 1.0
-    eval_interval: int = 250
-    eval_steps: int = 20
-    eval_train: bool = False
-    log_interval: int = 10
-    device: str = "auto"
-    dtype: str = "auto"
-    compile: bool | None = None
-    threads: int | None = None  # CPU threads; None: $OMP_NUM_THREADS, else every core
-    seed: int = 1337
-    progress: bool = True
-
-    def __post_init__(self) -> None:
-        self.betas = tuple(float(b) for b in self.betas)  # lists come back from checkpoints
-        for name in ("max_steps", "batch_size", "eval_interval", "eval_steps", "log_interval"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(
-                f"TrainConfig.threads must be None or an int >= 1, got {self.threads!r}"
-            )
-        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
-            raise ValueError(
-                f"TrainConfig.warmup_steps must be an int >= 0, got {self.warmup_steps!r}"
-            )
-        if self.lr_decay_steps is not None and self.lr_decay_steps < self.warmup_steps:
-            raise ValueError(
-                f"TrainConfig.lr_decay_steps ({self.lr_decay_steps}) must be >= warmup_steps "
-                f"({self.warmup_steps})"
-            )
-        if not self.learning_rate > 0 or not 0 <= self.min_lr <= self.learning_rate:
-            raise ValueError(
-                f"need learning_rate > 0 and 0 <= min_lr <= learning_rate, got "
-                f"learning_rate={self.learning_rate}, min_lr={self.min_lr}"
-            )
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise ValueError(
-                f"weight_decay and grad_clip must be >= 0, got weight_decay={self.weight_decay}, "
-                f"grad_clip={self.grad_clip}"
-            )
-        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
-            raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
-        if self.device not in ("auto", "cpu", "cuda", "mps") and not self.device.startswith(
-            "cuda:"
-        ):
-            raise ValueError(
-                f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {self.device!r}"
-            )
-        if self.dtype not in ("auto", *DTYPES):
-            raise ValueError(
-                f"dtype must be 'auto', {', '.join(map(repr, DTYPES))}, got {self.dtype!r}"
-            )
-
-    def lr_at(self, step: int) -> float:
-        """The learning rate of step ``step`` under this config (see the module-level ``lr_at``)."""
-        decay = self.max_steps if self.lr_decay_steps is None else self.lr_decay_steps
-        return lr_at(
-            step,
-            learning_rate=self.learning_rate,
-            min_lr=self.min_lr,
-            warmup_steps=self.warmup_steps,
-            decay_steps=max(decay, self.warmup_steps),  # a run shorter than its warmup
-        )
-
-    def to_dict(self) -> dict:
-        """Plain dict (lists, numbers, str, None): safe for ``torch.load(weights_only=True)``."""
-        d = asdict(self)
-        d["betas"] = list(self.betas)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TrainConfig:
-        """Inverse of ``to_dict``; unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown TrainConfig fields: {sorted(unknown)}")
-        return cls(**d)
-
-
-# ---------------------------------------------------------------- runtime
-def runtime_for(config: TrainConfig, **availability: Any) -> Runtime:
-    """The :class:`minitx.runtime.Runtime` that ``config`` asks for (device, dtype,
-    compile, threads); ``availability`` passes ``cuda_available=`` etc. through, for tests."""
-    return plan_runtime(config.device, config.dtype, config.compile, config.threads,
-                        **availability)
-
-
-# ---------------------------------------------------------------- optimiser
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Split trainable parameters for AdamW: decay on matrices (dim >= 2), none on the rest.
-
-    Decayed: Linear weights and embedding tables (with a tied output head the token
-    embedding *is* the output matrix, so it is treated like one). Not decayed: biases and
-    LayerNorm gains/shifts (dim 1), whose scale has nothing to do with overfitting.
-    Tied parameters are counted once.
-    """
-    decay, no_decay = [], []
-    for _, p in model.named_parameters():  # named_parameters() yields a tied tensor once
-        if not p.requires_grad:
-            continue
-        (decay if p.dim() >= 2 else no_decay).append(p)
-    return [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-
-
-def make_optimizer(
-    model: nn.Module, config: TrainConfig, *, fused: bool = False
-) -> torch.optim.AdamW:
-    """AdamW over ``param_groups(model, config.weight_decay)``."""
-    groups = param_groups(model, config.weight_decay)
-    kwargs = {"fused": True} if fused else {}
-    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=config.betas, **kwargs)
-
-
-# ---------------------------------------------------------------- Ctrl-C handling
-class _DeferredInterrupt:
-    """Turn the first SIGINT into a flag checked between steps, so a checkpoint is consistent.
-
-    A second Ctrl-C raises at once. Signal handlers can only be set from the main
-    thread; elsewhere the plain ``KeyboardInterrupt`` path of the loop is used.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous = None
-        self._installed = False
-
-    def _handler(self, signum, frame) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print(
-            "\ninterrupt: stopping after this step (Ctrl-C again to abort at once)",
-            file=sys.stderr,
-        )
-
-    def __enter__(self) -> _DeferredInterrupt:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handler)
-            self._installed = True
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
-            self._installed = False
 
 
 # ---------------------------------------------------------------- the trainer
@@ -300,7 +97,10 @@ class Trainer:
         self.config = config
         self.runtime = runtime_for(config) if runtime is None else runtime
         self.model = model.to(self.runtime.device)
-        self.optimizer = make_optimizer(self.model, config, fused=self.runtime.fused_adamw)
+        self.optimizer = make_optimizer(
+            self.model, learning_rate=config.learning_rate, weight_decay=config.weight_decay,
+            betas=config.betas, fused=self.runtime.fused_adamw,
+        )
         # forward_model may be a compiled wrapper; self.model keeps clean state_dict keys.
         self.forward_model = torch.compile(self.model) if self.runtime.compile else self.model
         self.get_batch = get_batch
@@ -436,7 +236,7 @@ class Trainer:
         t_window, tokens_window = time.perf_counter(), 0
         t_last = t_window
         try:
-            with activated(self.runtime), _DeferredInterrupt() as interrupt:
+            with activated(self.runtime), DeferredInterrupt() as interrupt:
                 while self.step < max_steps:
                     loss, norm, n_tokens = self._train_step()
                     self._loss_sum = self._loss_sum + loss.float()  # no device sync here
@@ -563,6 +363,22 @@ def language_model_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tenso
     """The loss of a model with the language-model contract ``model(x, y) -> (logits, loss)``."""
     x, y = batch
     return model(x, y)[1]
+
+
+@torch.no_grad()
+def accuracy(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> float:
+    """Fraction of positions whose arg-max prediction is the target, the course's one
+    accuracy: ``logits`` (..., K), ``targets`` (...) long; positions whose target is
+    ``ignore_index`` are left out (as in ``F.cross_entropy``)."""
+    if logits.shape[:-1] != targets.shape:
+        raise ValueError(
+            f"logits (..., K) and targets (...) must agree: got logits "
+            f"{tuple(logits.shape)} and targets {tuple(targets.shape)}"
+        )
+    keep = targets != ignore_index
+    if not bool(keep.any()):
+        raise ValueError("every target is ignore_index: there is nothing to score")
+    return (logits.argmax(-1) == targets)[keep].float().mean().item()
 
 
 def first_tensor(batch: Batch) -> Tensor:

@@ -1,4 +1,5 @@
-"""docs/API.md lists exactly the package's public names, module by module."""
+"""docs/API.md lists exactly the package's public names, module by module (regenerate it
+with ``python docs/make_api.py``)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def public_names(module: ModuleType) -> list[str]:
 def modules() -> list[str]:
     found = [m.name for m in pkgutil.walk_packages(minitx.__path__, "minitx.")]
     return sorted(m for m in found if not m.startswith("minitx.exercises.nb")
-                  and m != "minitx.tasks")
+                  and m != "minitx.tasks" and not m.endswith("__main__"))
 
 
 def documented() -> dict[str, list[str]]:

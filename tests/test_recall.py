@@ -8,11 +8,10 @@ import torch
 from minitx.tasks.recall import (
     RecallClassifier,
     RecallTask,
-    accuracy,
     make_recall_data,
     vocab_size,
 )
-from minitx.trainer import TrainConfig, Trainer
+from minitx.trainer import TrainConfig, Trainer, accuracy
 
 
 def test_same_seed_same_data_other_seed_other_data():
@@ -57,13 +56,14 @@ def test_classifier_bad_kind():
         RecallClassifier("transformer", 9, 6, 4)
 
 
-def test_accuracy_counts_argmax_hits():
-    class Fixed(torch.nn.Module):
-        def forward(self, x):
-            return torch.nn.functional.one_hot(x[:, 0] * 0 + 1, 4).float()  # always class 1
-
-    x = torch.tensor([[1, 5], [1, 5], [0, 5], [3, 5]])
-    assert accuracy(Fixed(), x, x[:, 0]) == 0.5
+def test_accuracy_counts_argmax_hits_and_skips_ignored_targets():
+    logits = torch.nn.functional.one_hot(torch.ones(4, dtype=torch.long), 4).float()  # class 1
+    assert accuracy(logits, torch.tensor([1, 1, 0, 3])) == 0.5
+    assert accuracy(logits, torch.tensor([1, -100, 0, -100])) == 0.5
+    with pytest.raises(ValueError, match="must agree"):
+        accuracy(logits, torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match="nothing to score"):
+        accuracy(logits, torch.full((4,), -100))
 
 
 @pytest.mark.parametrize("kind", ["rnn", "lstm"])
@@ -78,7 +78,7 @@ def test_the_trainer_learns_a_short_gap(kind):
     losses = Trainer(model, config, task.get_batch, loss_fn=task.loss).train()["train_loss"]
     assert len(losses) == 60 and losses[-1] < 0.25 * losses[0]
     x, y = make_recall_data(300, gap=1, seed=12345)
-    assert accuracy(model, x, y) > 0.95
+    assert accuracy(model(x), y) > 0.95
 
 
 def test_the_task_gives_fresh_seeded_batches_and_checks_its_sizes():

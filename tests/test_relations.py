@@ -18,8 +18,8 @@ from minitx.tasks.relations import (
     RelationNet,
     RelationTask,
     ablate_heads,
-    accuracy,
     head_contributions,
+    relation_accuracy,
     relation_loss,
     relation_scores,
 )
@@ -153,7 +153,7 @@ def test_the_trainer_reaches_high_accuracy_quickly():
     model = RelationNet.for_task(TASK)  # 2 layers x 2 heads, as in notebook 06
     losses = Trainer(model, ADAM, TASK.get_batch, loss_fn=TASK.loss).train()["train_loss"]
     assert len(losses) == 100 and losses[-1] < 0.2 * losses[0]
-    acc = accuracy(model, TASK.sample(500, seed=99))
+    acc = relation_accuracy(model, TASK.sample(500, seed=99))
     assert acc["previous"] > 0.95 and acc["partner"] > 0.95, acc
 
 

@@ -10,9 +10,9 @@ import torch.nn.functional as F
 
 from minitx.attention import AdditiveAttention, DotProductAttention
 from minitx.seq2seq import (
+    DateTask,
     Seq2Seq,
-    accuracy,
-    length_bucketed_batches,
+    exact_match,
     train_seq2seq,
     translate,
 )
@@ -211,15 +211,16 @@ def test_bad_inputs(batch):
     with pytest.raises(TypeError, match="list of strings"):
         translate(model, "3/3/98")
     with pytest.raises(ValueError, match="steps"):
-        train_seq2seq(model, D.generate(4), steps=0)
+        train_seq2seq(model, D.generate(4), val=D.generate(2), steps=0)
     with pytest.raises(ValueError, match="at least one"):
-        accuracy(model, [])
-    with pytest.raises(ValueError, match="target_acc needs val"):
-        train_seq2seq(model, D.generate(4), steps=1, batch_size=2, target_acc=0.9)
+        exact_match(model, [])
+    with pytest.raises(ValueError, match="held-out"):
+        train_seq2seq(model, D.generate(4), val=[], steps=1, batch_size=2, target_acc=0.9)
     with pytest.raises(ValueError, match="schedule_steps"):
-        train_seq2seq(model, D.generate(4), steps=5, batch_size=2, schedule_steps=3)
+        train_seq2seq(model, D.generate(4), val=D.generate(2), steps=5, batch_size=2,
+                      schedule_steps=3)
     with pytest.raises(ValueError, match="batch_size"):
-        train_seq2seq(model, D.generate(4), steps=1, batch_size=5)
+        train_seq2seq(model, D.generate(4), val=D.generate(2), steps=1, batch_size=5)
 
 
 def test_training_learns_the_task():
@@ -227,11 +228,13 @@ def test_training_learns_the_task():
     train = D.generate(2000, seed=1, formats=["dd.mm.yyyy"])
     val = D.generate(200, seed=2, formats=["dd.mm.yyyy"])
     model = _model("additive", hidden_size=32)
-    before = accuracy(model, val)
+    before = exact_match(model, val)
     hist = train_seq2seq(model, train, steps=150, batch_size=32, val=val, eval_every=50)
-    assert hist["step"] == [50, 100, 150]
-    assert len(hist["loss"]) == len(hist["val_acc"]) == len(hist["seconds"]) == 3
-    assert hist["loss"][-1] < 0.2 * hist["loss"][0]
+    assert hist["step"] == [50, 100, 150] and hist["eval_step"] == [0, 50, 100, 150]
+    assert len(hist["train_loss"]) == len(hist["elapsed_s"]) == 3
+    assert len(hist["val_acc"]) == len(hist["val_loss"]) == 4
+    assert hist["val_acc"][0] == before
+    assert hist["train_loss"][-1] < 0.2 * hist["train_loss"][0]
     assert before < 0.05
     assert hist["val_acc"][-1] > 0.8
     assert not model.training
@@ -243,7 +246,7 @@ def test_training_stops_at_target_accuracy():
     model = _model("additive", hidden_size=32)
     hist = train_seq2seq(model, train, steps=300, batch_size=32, val=val, eval_every=25,
                          target_acc=0.5)  # fmt: skip
-    assert hist["step"][-1] < 300
+    assert hist["eval_step"][-1] < 300
     assert hist["val_acc"][-1] >= 0.5 > max(hist["val_acc"][:-1], default=0.0)
 
 
@@ -252,48 +255,47 @@ def test_same_seed_same_training():
     runs = []
     for _ in range(2):
         model = _model("additive")
-        runs.append(train_seq2seq(model, train, steps=6, batch_size=8, eval_every=3)["loss"])
+        hist = train_seq2seq(model, train, val=train[:20], steps=6, batch_size=8, eval_every=3)
+        runs.append(hist["train_loss"])
     assert runs[0] == runs[1]
 
 
-def test_schedule_steps_sets_the_cosine_length(monkeypatch):
-    """steps=4 of a 12-step schedule leaves the learning rate where step 4 of 12 has it."""
-    seen = []
-    original = torch.optim.lr_scheduler.CosineAnnealingLR
-
-    def spy(opt, T_max, eta_min):
-        sched = original(opt, T_max, eta_min=eta_min)
-        seen.append((T_max, eta_min, opt))
-        return sched
-
-    monkeypatch.setattr(torch.optim.lr_scheduler, "CosineAnnealingLR", spy)
+def test_schedule_steps_sets_the_cosine_length():
+    """steps=4 of a 12-step schedule uses the rates of steps 1-4 of a 12-step cosine, the
+    same as torch's CosineAnnealingLR gives."""
     model = _model(None)
-    train_seq2seq(model, D.generate(50), steps=4, batch_size=4, lr=0.1, schedule_steps=12,
-                  min_lr_fraction=0.0)  # fmt: skip
-    (T_max, eta_min, opt), = seen
-    assert (T_max, eta_min) == (12, 0.0)
-    expected = 0.1 * (1 + math.cos(math.pi * 4 / 12)) / 2
-    assert math.isclose(opt.param_groups[0]["lr"], expected, rel_tol=1e-9)
+    hist = train_seq2seq(model, D.generate(50), val=D.generate(5), steps=4, batch_size=4, lr=0.1,
+                         schedule_steps=12, min_lr_fraction=0.0, eval_every=1)  # fmt: skip
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 12, eta_min=0.0)
+    expected = []
+    for _ in range(4):
+        expected.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert [math.isclose(a, b, rel_tol=1e-9) for a, b in zip(hist["lr"], expected, strict=True)] \
+        == [True] * 4
 
 
-def test_length_bucketed_batches():
+def test_date_task_batches_group_similar_lengths():
     exs = D.generate(400, seed=0, n_dates=(1, 2), filler=(0, 3))
-    data = D.make_batch(exs)
-    it = length_bucketed_batches(data, 16, seed=3)
+    task, whole = DateTask(exs, batch_size=16), DateTask(exs, batch_size=16, window=None)
+    gen = torch.Generator().manual_seed(3)
     spreads, mixed = [], []
     for _ in range(20):
-        b = next(it)
+        b = task.get_batch("train", gen)
         n_out = (b.tgt_out != 0).sum(1)
         assert b.src.size(1) == int(b.src_lengths.max())  # trimmed to the longest
         assert b.tgt_out.size(1) == int(n_out.max())
         assert (b.tgt_out[torch.arange(16), n_out - 1] == D.EOS_ID).all()
         spreads.append(int(b.src_lengths.max() - b.src_lengths.min()))
-    for _ in range(20):
-        b = next(length_bucketed_batches(data, 16, seed=len(mixed), window=25))
+        b = whole.get_batch("train", gen)
         mixed.append(int(b.src_lengths.max() - b.src_lengths.min()))
     assert sum(spreads) < 0.5 * sum(mixed)  # similar lengths travel together
-    again = next(length_bucketed_batches(data, 16, seed=3))
-    first = next(length_bucketed_batches(data, 16, seed=3))
+    again = task.get_batch("train", torch.Generator().manual_seed(3))
+    first = task.get_batch("train", torch.Generator().manual_seed(3))
     assert torch.equal(again.src, first.src)
     with pytest.raises(ValueError, match="window"):
-        next(length_bucketed_batches(data, 16, window=0))
+        DateTask(exs, window=0)
+    with pytest.raises(ValueError, match="no 'val' examples"):
+        task.get_batch("val", gen)

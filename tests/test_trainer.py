@@ -15,14 +15,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from minitx.batches import BlockBatches
+from minitx.optim import lr_at, param_groups
 from minitx.runtime import cpu_threads, select_device
-from minitx.trainer import (
-    TrainConfig,
-    Trainer,
-    lr_at,
-    param_groups,
-    runtime_for,
-)
+from minitx.trainer import TrainConfig, Trainer, runtime_for
 
 V = 11
 

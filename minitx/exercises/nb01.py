@@ -273,6 +273,6 @@ teaching_notes(
         "A token id is a quantity (id 40 is 'twice' id 20); it is a row index.",
         "One vector per word is enough for words with several meanings.",
     ),
-    reading_minutes=55,
+    reading_minutes=40,
     assign=("01.batch_size", "01.pad_and_mask", "01.average_order", "01.bucketing"),
 )

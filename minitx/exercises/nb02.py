@@ -319,6 +319,6 @@ teaching_notes(
         "A bigger batch makes a recurrent network's steps run in parallel; it parallelises "
         "across sequences, never across time.",
     ),
-    reading_minutes=70,
+    reading_minutes=60,
     assign=("02.hidden_size", "02.lstm_step", "02.cnn_reach", "02.cnn_or_rnn"),
 )

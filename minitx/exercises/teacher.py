@@ -23,9 +23,16 @@ from pathlib import Path
 
 from minitx.exercises import KINDS, NOTEBOOKS, Exercise, get, names, notes
 
-# Seconds to run each notebook top to bottom on the course's 2-core CPU machine (no GPU),
-# measured with ``python benchmarks/bench_notebooks.py``.
-RUN_SECONDS: dict[str, float] = {}
+RUN_TIMES = Path(__file__).resolve().parents[2] / "benchmarks" / "notebook_times.json"
+
+
+def run_times() -> tuple[str, dict[str, float]]:
+    """The machine and the seconds per notebook recorded by
+    ``python benchmarks/bench_notebooks.py --record`` (empty if never recorded)."""
+    if not RUN_TIMES.exists():
+        return "", {}
+    record = json.loads(RUN_TIMES.read_text(encoding="utf-8"))
+    return record["machine"], record["seconds"]
 
 
 def solution_text(name: str) -> str:
@@ -157,6 +164,7 @@ def guide() -> str:
     """``TEACHING.md``: per notebook, goals, times, misconceptions, exercises by kind, what
     to assign, and model answers to the open questions."""
     titles = _titles()
+    machine, seconds = run_times()
     out = [
         "# Teaching with minitx",
         "",
@@ -166,8 +174,9 @@ def guide() -> str:
         "- Solutions to the checked exercises: `minitx solutions NN` (e.g. `minitx solutions 04`).",
         "- A progress table over submitted notebooks, read without running them: "
         "`minitx progress submissions/ --csv progress.csv`.",
-        "- Run times were measured with `python benchmarks/bench_notebooks.py` on a 2-core CPU "
-        "with no GPU, the machine the course is tested on; a recent laptop is about as fast.",
+        "- Run times: each notebook run top to bottom in a fresh kernel by "
+        f"`python benchmarks/bench_notebooks.py --record` on {machine or 'no machine yet'}, "
+        "the kind of machine the course is tested on; a recent laptop is about as fast.",
         "",
     ]
     for notebook in NOTEBOOKS:
@@ -175,7 +184,7 @@ def guide() -> str:
         exs = [get(n) for n in names(notebook)]
         out.append(f"## {titles.get(notebook, notebook)}")
         out.append("")
-        run = RUN_SECONDS.get(notebook)
+        run = seconds.get(notebook)
         times = f"reading about {info.reading_minutes} min" if info else "reading time not given"
         if run is not None:
             times += f"; running top to bottom {run:.0f} s"

@@ -71,12 +71,6 @@ class RecallClassifier(nn.Module):
         return self.head(out[:, -1])  # (B, K)
 
 
-@torch.no_grad()
-def accuracy(model: nn.Module, x: Tensor, y: Tensor) -> float:
-    """Fraction of sequences whose arg-max prediction equals the answer."""
-    return (model(x).argmax(-1) == y).float().mean().item()
-
-
 @dataclass(frozen=True)
 class RecallTask:
     """The recall task as ``minitx.trainer.Trainer`` wants it: batches and a loss.

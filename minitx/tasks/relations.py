@@ -351,19 +351,17 @@ def relation_loss(out: RelationOutput, batch: RelationBatch) -> Tensor:
     return prev + partner
 
 
-@torch.no_grad()
-def accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
-    """Fraction of answered positions right: ``{"previous": ..., "partner": ...}``."""
+def relation_accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
+    """:func:`minitx.trainer.accuracy` of each read-out on ``batch``, dropout off:
+    ``{"previous": ..., "partner": ...}`` (positions marked ``IGNORE`` left out)."""
+    from minitx.trainer import accuracy
+
     with evaluating(model):
         out = model(batch.x)
-    result = {}
-    for name, logits, target in (
-        ("previous", out.prev_logits, batch.prev),
-        ("partner", out.partner_logits, batch.partner),
-    ):
-        keep = target != IGNORE
-        result[name] = (logits.argmax(-1) == target)[keep].float().mean().item()
-    return result
+    return {
+        "previous": accuracy(out.prev_logits, batch.prev, ignore_index=IGNORE),
+        "partner": accuracy(out.partner_logits, batch.partner, ignore_index=IGNORE),
+    }
 
 
 def relation_scores(weights: Tensor, batch: RelationBatch) -> RelationScores:

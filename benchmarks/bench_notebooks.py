@@ -1,0 +1,55 @@
+"""Time each notebook run top to bottom in a fresh kernel, as a learner runs it.
+
+    python benchmarks/bench_notebooks.py            # print the table
+    python benchmarks/bench_notebooks.py --record   # also write benchmarks/notebook_times.json
+
+The recorded times are what the teacher's guide (TEACHING.md, ``minitx guide``) quotes, with
+the machine they were measured on. Nothing is written into the notebooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "benchmarks" / "notebook_times.json"
+
+
+def run_seconds(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
+    parser.add_argument("notebooks", nargs="*", help="two-digit numbers (default: all)")
+    args = parser.parse_args()
+    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if args.notebooks:
+        paths = [p for p in paths if p.name[:2] in args.notebooks]
+    machine = f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU used"
+    print(f"{'notebook':<32} {'seconds':>8}   ({machine})")
+    times = {}
+    for path in paths:
+        times[path.name[:2]] = round(run_seconds(path), 1)
+        print(f"{path.name:<32} {times[path.name[:2]]:>8.1f}", flush=True)
+    if args.record:
+        RECORD.write_text(json.dumps({"machine": machine, "seconds": times}, indent=1) + "\n")
+        print(f"recorded in {RECORD.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Write docs/API.md: the public names of every minitx module, one line each, grouped by
+the notebook that teaches them (first docstring line as the description).
+
+Run ``python docs/make_api.py`` after adding, renaming or removing a public name."""
+
+import importlib
+import inspect
+import reprlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+GROUPS = [
+    (
+        "Setup, runtime and data (notebooks 00, 01)",
+        [
+            "minitx.notebook",
+            "minitx.runtime",
+            "minitx.data",
+            "minitx.tokenizer",
+            "minitx.sequences",
+        ],
+    ),
+    ("Recurrent networks (02)", ["minitx.rnn", "minitx.gradients", "minitx.tasks.recall"]),
+    (
+        "Attention in an encoder-decoder (03)",
+        ["minitx.attention", "minitx.seq2seq", "minitx.tasks.dates"],
+    ),
+    ("Self-attention, explored (04)", ["minitx.word_attention", "minitx.explorer"]),
+    ("Masks (05)", ["minitx.masks", "minitx.leak"]),
+    ("Multi-head attention (06)", ["minitx.tasks.relations"]),
+    (
+        "The transformer block and its cost (07)",
+        ["minitx.positions", "minitx.transformer", "minitx.weights", "minitx.cost"],
+    ),
+    (
+        "Mini-GPT (08)",
+        [
+            "minitx.gpt",
+            "minitx.ladder",
+            "minitx.batches",
+            "minitx.trainer",
+            "minitx.train_config",
+            "minitx.optim",
+            "minitx.presets",
+            "minitx.sampling",
+            "minitx.checkpoint",
+            "minitx.analysis",
+            "minitx.cli",
+        ],
+    ),
+    ("The encoder-decoder transformer (09)", ["minitx.encoder_decoder"]),
+    ("Pictures (every notebook)", ["minitx.viz", "minitx.heatmap", "minitx.arrays"]),
+    ("Exercises and the teacher's tools", ["minitx.exercises", "minitx.exercises.teacher"]),
+]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_api_doc import public_names  # noqa: E402  (the same rule the test applies)
+
+out = [
+    "# The minitx API",
+    "",
+    "Every public name of the package, one line each, grouped by the notebook that teaches it.",
+    "A test (`tests/test_api_doc.py`) checks that this page and the package list the same names.",
+    "",
+]
+for title, mods in GROUPS:
+    out += [f"## {title}", ""]
+    for m in mods:
+        mod = importlib.import_module(m)
+        para = " ".join((inspect.getdoc(mod) or "").split("\n\n")[0].split())
+        first = para.split(". ")[0].rstrip(".") + "."
+        out += [f"### `{m}`", "", first, ""]
+        for name in public_names(mod):
+            obj = getattr(mod, name)
+            doc = inspect.getdoc(obj) if (inspect.isfunction(obj) or inspect.isclass(obj)) else None
+            para = " ".join((doc or "").split("\n\n")[0].split())
+            line = para.split(". ")[0].rstrip(".") + "." if para else ""
+            if not line and not callable(obj):
+                line = f"constant, `{reprlib.repr(obj)}`"
+            out.append(f"- `{name}`: {line}".rstrip(": ").rstrip())
+        out.append("")
+(ROOT / "docs" / "API.md").write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
+print("written")
