@@ -99,20 +99,10 @@ class EncoderDecoder(nn.Module):
     mistake, kept for the experiment that shows why).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        n_encoder_layers: int,
-        n_decoder_layers: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
-        bias: bool = True,
-        eps: float = 1e-5,
-        causal: bool = True,
-    ) -> None:
+    def __init__(self, d_model: int, n_heads: int, n_encoder_layers: int, n_decoder_layers: int,
+                 d_ff: int, dropout: float = 0.0, activation: str = "relu",
+                 norm_first: bool = False, bias: bool = True, eps: float = 1e-5,
+                 causal: bool = True) -> None:
         super().__init__()
         for name, n in (("n_encoder_layers", n_encoder_layers),
                         ("n_decoder_layers", n_decoder_layers)):  # fmt: skip
@@ -146,14 +136,9 @@ class EncoderDecoder(nn.Module):
             x, _ = block(x, mask=mask)
         return self.encoder_norm(x)
 
-    def decode(
-        self,
-        tgt: Tensor,
-        memory: Tensor,
-        memory_key_mask: Tensor | None = None,
-        tgt_key_mask: Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
+    def decode(self, tgt: Tensor, memory: Tensor, memory_key_mask: Tensor | None = None,
+               tgt_key_mask: Tensor | None = None, need_weights: bool = False,
+               ) -> tuple[Tensor, Tensor | None]:
         """tgt (B, T, C), memory (B, S, C) -> ``(x, cross_weights)``: x (B, T, C), and the
         cross-attention weights of every layer, (n_layers, B, n_heads, T, S), when
         ``need_weights``, else None.
@@ -175,14 +160,9 @@ class EncoderDecoder(nn.Module):
         x = self.decoder_norm(x)
         return x, (torch.stack(cross) if need_weights else None)
 
-    def forward(
-        self,
-        src: Tensor,
-        tgt: Tensor,
-        src_key_mask: Tensor | None = None,
-        tgt_key_mask: Tensor | None = None,
-        memory_key_mask: Tensor | None = None,
-    ) -> Tensor:
+    def forward(self, src: Tensor, tgt: Tensor, src_key_mask: Tensor | None = None,
+                tgt_key_mask: Tensor | None = None, memory_key_mask: Tensor | None = None,
+                ) -> Tensor:
         """Encode ``src`` (B, S, C), decode ``tgt`` (B, T, C) -> (B, T, C).
 
         As in ``nn.Transformer`` the three masks are separate: ``src_key_mask`` for the

@@ -39,7 +39,7 @@ from matplotlib.image import AxesImage
 from torch import Tensor
 
 from minitx import viz
-from minitx.heatmap import HeatmapData, heatmap_data, layers_and_heads
+from minitx.heatmap import HeatmapData, heatmap_data, layers_and_heads, visible_label
 from minitx.masks import MASK_KINDS, causal_mask, mask_of_kind
 from minitx.runtime import evaluating
 from minitx.tokenizer import word_tokenize
@@ -491,18 +491,8 @@ def explore_heads(
     )
 
 
-def _show_token(text: str) -> str:
-    return text.replace(" ", "␣").replace("\n", "\\n").replace("\t", "\\t") or "∅"
-
-
-def explore_gpt(
-    model: Any,
-    tokenizer: Any,
-    prompt: str = "ROMEO:",
-    *,
-    max_tokens: int = 32,
-    annotate: bool = False,
-) -> AttentionExplorer:
+def explore_gpt(model: Any, tokenizer: Any, prompt: str = "ROMEO:", *, max_tokens: int = 32,
+                annotate: bool = False) -> AttentionExplorer:
     """Attention of a GPT on a prompt you type: pick the prompt, layer and head.
 
     ``model.attention_maps(idx (1, T) long)`` must return (n_layer, 1, n_head, T, T)
@@ -543,7 +533,7 @@ def explore_gpt(
                     f"attention_maps(idx) must return (n_layer, 1, n_head, {T}, {T}) for a "
                     f"prompt of {T} tokens, got shape {arr.shape}"
                 )
-            labels = [_show_token(tokenizer.decode([i])) for i in ids]
+            labels = [visible_label(tokenizer.decode([i])) for i in ids]
             maps[prompt] = (arr[:, 0], labels)
         return maps[prompt]
 

@@ -294,17 +294,9 @@ class GPT(nn.Module):
         logits, _ = self(idx[:, -self.config.block_size :])
         return logits[:, -1, :]  # (B, V)
 
-    def generate(
-        self,
-        idx: Tensor,
-        max_new_tokens: int,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        greedy: bool = False,
-        generator: torch.Generator | None = None,
-        use_cache: bool = True,
-    ) -> Tensor:
+    def generate(self, idx: Tensor, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
+                 generator: torch.Generator | None = None, use_cache: bool = True) -> Tensor:
         """Append ``max_new_tokens`` tokens to ``idx`` (B, T), one at a time.
 
         Each step feeds the last ``block_size`` tokens (older ones fall out of the
@@ -327,9 +319,7 @@ class GPT(nn.Module):
         sampling.check_temperature(temperature)
         sampling.check_top_k(top_k)
         sampling.check_top_p(top_p)
-        _check_max_new_tokens(max_new_tokens)
-        _check_use_cache(use_cache)
-        self._check_idx(idx, crop=True)
+        self._check_decoding(idx, max_new_tokens, use_cache)
         with evaluating(self):
             next_logits = self._next_logits_fn(use_cache)
             for _ in range(max_new_tokens):
@@ -351,9 +341,7 @@ class GPT(nn.Module):
         the beam when beams are reselected; same result as ``use_cache=False``.
         """
         sampling.check_beam_width(beam_width)
-        _check_max_new_tokens(max_new_tokens)
-        _check_use_cache(use_cache)
-        self._check_idx(idx, crop=True)
+        self._check_decoding(idx, max_new_tokens, use_cache)
         with evaluating(self):
             next_logits = self._next_logits_fn(use_cache)
             reorder = next_logits.reorder if isinstance(next_logits, _CachedLogits) else None
@@ -366,6 +354,11 @@ class GPT(nn.Module):
                 reorder=reorder,
             )
         return sequences
+
+    def _check_decoding(self, idx: Tensor, max_new_tokens: int, use_cache: bool) -> None:
+        _check_max_new_tokens(max_new_tokens)
+        _check_use_cache(use_cache)
+        self._check_idx(idx, crop=True)
 
     def _next_logits_fn(self, use_cache: bool) -> Callable[[Tensor], Tensor]:
         if use_cache and self.config.causal:

@@ -46,10 +46,10 @@ VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
 
 
 def visible_label(token: Any) -> str:
-    """A token as a tick label: a space, newline or tab as a visible sign ('␣', '↵', '⇥'),
-    so that no tick is blank. Every figure of the course labels characters this way."""
-    text = str(token)
-    return VISIBLE.get(text, text)
+    """A token as a tick label: each space, newline or tab as a visible sign ('␣', '↵',
+    '⇥'), and an empty token as '∅', so that no tick is blank. Every figure of the course
+    labels tokens this way."""
+    return "".join(VISIBLE.get(ch, ch) for ch in str(token)) or "∅"
 
 
 def _labels(labels: Sequence[Any] | None, n: int, name: str) -> list[str]:
@@ -331,15 +331,9 @@ def attention_grid(
     return fig
 
 
-def plot_mask(
-    mask: Any,
-    query_labels: Sequence[Any] | None = None,
-    key_labels: Sequence[Any] | None = None,
-    ax: Axes | None = None,
-    *,
-    title: str = "Mask (True = may attend)",
-    annotate: bool = True,
-) -> AxesImage:
+def plot_mask(mask: Any, query_labels: Sequence[Any] | None = None,
+              key_labels: Sequence[Any] | None = None, ax: Axes | None = None, *,
+              title: str = "Mask (True = may attend)", annotate: bool = True) -> AxesImage:
     """Draw a boolean mask (T_q, T_k): blue = may attend, grey = blocked.
 
     Leading size-1 dims are dropped, so a (1, 1, T, T) mask is fine. ``annotate`` writes

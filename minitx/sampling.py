@@ -120,14 +120,9 @@ def filter_logits(
     return logits
 
 
-def sample_next(
-    logits: Tensor,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    greedy: bool = False,
-    generator: torch.Generator | None = None,
-) -> Tensor:
+def sample_next(logits: Tensor, temperature: float = 1.0, top_k: int | None = None,
+                top_p: float | None = None, greedy: bool = False,
+                generator: torch.Generator | None = None) -> Tensor:
     """Pick one token per row from next-token ``logits`` (B, V); returns (B, 1) long.
 
     ``greedy=True`` takes the argmax (temperature, top-k and top-p cannot change it,

@@ -14,6 +14,8 @@ re-exported here with the other pieces of a block.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -33,6 +35,12 @@ def _check_positive_int(name: str, value: object) -> None:
 def _check_dropout(dropout: float) -> None:
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+
+
+def _check_block(d_model: int, n_heads: int, dropout: float) -> None:
+    _check_positive_int("d_model", d_model)
+    _check_positive_int("n_heads", n_heads)
+    _check_dropout(dropout)
 
 
 def _check_activation(activation: str) -> None:
@@ -118,14 +126,8 @@ class FeedForward(nn.Module):
     ``fc1``/``fc2`` correspond to ``linear1``/``linear2`` of ``nn.TransformerEncoderLayer``.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        d_ff: int,
-        activation: str = "gelu",
-        dropout: float = 0.0,
-        bias: bool = True,
-    ) -> None:
+    def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0,
+                 bias: bool = True) -> None:
         super().__init__()
         _check_positive_int("d_model", d_model)
         _check_positive_int("d_ff", d_ff)
@@ -159,6 +161,23 @@ class FeedForward(nn.Module):
 
 
 # ----------------------------------------------------------------------------- blocks
+
+
+def _block_args(module: nn.Module, kind: type, causal: bool) -> dict[str, Any]:
+    """Our block's constructor arguments for a ``batch_first`` PyTorch layer of ``kind``."""
+    if not isinstance(module, kind):
+        raise TypeError(f"expected nn.{kind.__name__}, got {type(module).__name__}")
+    if not module.self_attn.batch_first:
+        raise ValueError(f"expected nn.{kind.__name__}(batch_first=True)")
+    eps = {m.eps for name, m in module.named_children() if name.startswith("norm")}
+    if len(eps) != 1:
+        raise ValueError(f"the layer's norms must share one eps, got {sorted(eps)}")
+    return dict(
+        d_model=module.self_attn.embed_dim, n_heads=module.self_attn.num_heads,
+        d_ff=module.linear1.out_features, dropout=module.dropout.p,
+        activation=_torch_activation_name(module.activation), norm_first=module.norm_first,
+        causal=causal, bias=module.linear1.bias is not None, eps=eps.pop(),
+    )
 
 
 def _torch_activation_name(activation: object) -> str:
@@ -197,23 +216,11 @@ class TransformerBlock(nn.Module):
     (causal blocks only): it takes and returns the keys and values of earlier positions.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "gelu",
-        norm_first: bool = True,
-        causal: bool = False,
-        bias: bool = True,
-        eps: float = 1e-5,
-        fused_norm: bool = False,
-    ) -> None:
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "gelu", norm_first: bool = True, causal: bool = False,
+                 bias: bool = True, eps: float = 1e-5, fused_norm: bool = False) -> None:
         super().__init__()
-        _check_positive_int("d_model", d_model)
-        _check_positive_int("n_heads", n_heads)
-        _check_dropout(dropout)
+        _check_block(d_model, n_heads, dropout)
         self.d_model, self.norm_first, self.causal = d_model, norm_first, causal
         self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
@@ -278,25 +285,7 @@ class TransformerBlock(nn.Module):
         ``causal`` is a choice made here; compare it with ``is_causal=True`` /
         a causal ``src_mask`` on the PyTorch side.
         """
-        if not isinstance(module, nn.TransformerEncoderLayer):
-            raise TypeError(f"expected nn.TransformerEncoderLayer, got {type(module).__name__}")
-        if not module.self_attn.batch_first:
-            raise ValueError("expected nn.TransformerEncoderLayer(batch_first=True)")
-        if module.norm1.eps != module.norm2.eps:
-            raise ValueError(
-                f"norm1.eps={module.norm1.eps} differs from norm2.eps={module.norm2.eps}"
-            )
-        ours = cls(
-            module.self_attn.embed_dim,
-            module.self_attn.num_heads,
-            module.linear1.out_features,
-            dropout=module.dropout.p,
-            activation=_torch_activation_name(module.activation),
-            norm_first=module.norm_first,
-            causal=causal,
-            bias=module.linear1.bias is not None,
-            eps=module.norm1.eps,
-        )
+        ours = cls(**_block_args(module, nn.TransformerEncoderLayer, causal))
         ours.attn = MultiHeadAttention.from_torch(module.self_attn)
         ours.ffn = FeedForward.from_torch(module)
         ours.norm1 = LayerNorm.from_torch(module.norm1)
@@ -325,22 +314,11 @@ class DecoderBlock(nn.Module):
     ``(self_weights (B, h, T, T), cross_weights (B, h, T, S))``, else None.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        activation: str = "gelu",
-        norm_first: bool = True,
-        causal: bool = True,
-        bias: bool = True,
-        eps: float = 1e-5,
-    ) -> None:
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "gelu", norm_first: bool = True, causal: bool = True,
+                 bias: bool = True, eps: float = 1e-5) -> None:
         super().__init__()
-        _check_positive_int("d_model", d_model)
-        _check_positive_int("n_heads", n_heads)
-        _check_dropout(dropout)
+        _check_block(d_model, n_heads, dropout)
         self.d_model, self.norm_first, self.causal = d_model, norm_first, causal
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
@@ -360,14 +338,9 @@ class DecoderBlock(nn.Module):
         y, w = self.cross_attn(x, memory, memory, mask=mask, need_weights=need_weights)
         return self.dropout2(y), w
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor,
-        mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
+    def forward(self, x: Tensor, memory: Tensor, mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, need_weights: bool = False,
+                ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
         _check_input(x, self.d_model)
         _check_input(memory, self.d_model, "memory")
         if self.norm_first:
@@ -391,24 +364,7 @@ class DecoderBlock(nn.Module):
         PyTorch's layer is causal only when called with ``tgt_is_causal=True`` and a
         causal ``tgt_mask``; ``causal`` here should match how it is called.
         """
-        if not isinstance(module, nn.TransformerDecoderLayer):
-            raise TypeError(f"expected nn.TransformerDecoderLayer, got {type(module).__name__}")
-        if not module.self_attn.batch_first:
-            raise ValueError("expected nn.TransformerDecoderLayer(batch_first=True)")
-        eps = {module.norm1.eps, module.norm2.eps, module.norm3.eps}
-        if len(eps) != 1:
-            raise ValueError(f"the three norms must share one eps, got {sorted(eps)}")
-        ours = cls(
-            module.self_attn.embed_dim,
-            module.self_attn.num_heads,
-            module.linear1.out_features,
-            dropout=module.dropout.p,
-            activation=_torch_activation_name(module.activation),
-            norm_first=module.norm_first,
-            causal=causal,
-            bias=module.linear1.bias is not None,
-            eps=eps.pop(),
-        )
+        ours = cls(**_block_args(module, nn.TransformerDecoderLayer, causal))
         ours.self_attn = MultiHeadAttention.from_torch(module.self_attn)
         ours.cross_attn = MultiHeadAttention.from_torch(module.multihead_attn)
         ours.ffn = FeedForward.from_torch(module)

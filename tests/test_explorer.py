@@ -316,7 +316,7 @@ def test_gpt_explorer_prompt_layer_head():
     assert model.calls == calls
     ex.controls["prompt"].value = "to be or not\n"  # 13 chars, cut to block_size 8
     assert ex.weights.shape == (8, 8)
-    assert tick_texts(ex.ax) == ["␣", "o", "r", "␣", "n", "o", "t", "\\n"]
+    assert tick_texts(ex.ax) == ["␣", "o", "r", "␣", "n", "o", "t", "↵"]
 
 
 def test_gpt_explorer_checks_its_inputs():
