@@ -370,7 +370,7 @@ think(
     "as in section 10, and red-teaming), or how people act on its answers. 'It reflects the "
     "data' describes the mechanism, it does not excuse the result: whoever chooses the "
     "corpus, the filtering and where the model is used is responsible for what it says, and "
-    "a skew that was a fact about 16th-century plays becomes a choice when it is served to "
+    "a skew that was a fact about plays four centuries old becomes a choice when it is served to "
     "users today.",
 )
 
@@ -394,6 +394,6 @@ teaching_notes(
         "writes of.",
         "The model knows that 'A' and 'a' are the same letter; to it they are unrelated ids.",
     ),
-    reading_minutes=70,
+    reading_minutes=65,
     assign=("08.top_p", "08.capitals", "08.longest_match", "08.harms"),
 )

@@ -1,0 +1,63 @@
+"""What a learner reads: no words about the test harness in any notebook, and the
+README's course map gives each notebook's size as it is."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+HARNESS = re.compile(r"nbval|pytest|stored outputs?|test harness|notebook tests|\bCI\b", re.I)
+MARKER = re.compile(r"^# NBVAL_\w+\s*$")  # the per-cell markers nbval reads may stay
+
+
+def learner_text(path: Path) -> list[tuple[int, str]]:
+    """Markdown, code without the nbval marker lines, and text outputs, per cell."""
+    out = []
+    for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+        lines = "".join(cell["source"]).splitlines()
+        out.append((i, "\n".join(line for line in lines if not MARKER.match(line))))
+        for o in cell.get("outputs", []):
+            out.append((i, "".join(o.get("text", ""))))
+            out.append((i, "".join(o.get("data", {}).get("text/markdown", ""))))
+    return out
+
+
+def sizes(path: Path) -> tuple[int, int]:
+    """(words of prose, lines of code) of a notebook, outputs not counted."""
+    words = code = 0
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            words += len(re.findall(r"[A-Za-z][\w'’-]*", text))
+        elif cell["cell_type"] == "code":
+            code += sum(1 for line in text.splitlines() if line.strip())
+    return words, code
+
+
+def test_the_harness_rule_catches_a_planted_word():
+    assert HARNESS.search("this cell is not compared by nbval")
+    assert not HARNESS.search("the model is tested against PyTorch")
+    assert not MARKER.match("# NBVAL_IGNORE_OUTPUT and more") and MARKER.match("# NBVAL_SKIP")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_harness_words_for_learners(path):
+    found = [(i, m.group(0)) for i, text in learner_text(path) for m in HARNESS.finditer(text)]
+    assert not found, found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_course_map_gives_the_notebooks_size(path):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = re.search(rf"^\| `{re.escape(path.stem)}` \|.*\| ([\d,]+) \| ([\d,]+) \|$", readme, re.M)
+    assert row, f"no course-map row with word and code-line counts for {path.stem}"
+    words, code = sizes(path)
+    stated = [int(g.replace(",", "")) for g in row.groups()]
+    assert abs(stated[0] - words) <= 0.1 * words and abs(stated[1] - code) <= 0.1 * code, (
+        f"README says {stated}, the notebook has {words} words and {code} code lines"
+    )
