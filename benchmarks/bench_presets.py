@@ -34,6 +34,7 @@ from minitx.batches import BlockBatches, sequential_blocks
 from minitx.data import load_text, train_val_split
 from minitx.gpt import GPT
 from minitx.presets import Preset, get_preset
+from minitx.runtime import plan_runtime
 from minitx.tokenizer import CharTokenizer
 from minitx.trainer import Trainer, count_parameters
 
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
 
     runs = []
     for preset in (laptop_baseline(), get_preset("cpu")):
-        overrides = {"progress": False, "device": "cpu", "seed": args.seed}
+        overrides = {"seed": args.seed}
         if args.quick:
             overrides.update(
                 max_steps=100, eval_interval=50, warmup_steps=min(10, preset.train.warmup_steps)
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
         runs.append(
             {
                 "preset": preset,
-                "trainer": Trainer(model, preset.train, batches),
+                "trainer": Trainer(model, preset.train, batches, runtime=plan_runtime("cpu"),
+                                   progress=False),
                 "wall": 0.0,
                 "cpu": 0.0,
                 "curve": [],

@@ -146,8 +146,9 @@ def _train(args: argparse.Namespace) -> int:
     from minitx.data import load_text, train_val_split
     from minitx.gpt import GPT, GPTConfig
     from minitx.presets import get_preset
+    from minitx.runtime import plan_runtime
     from minitx.tokenizer import CharTokenizer
-    from minitx.trainer import TrainConfig, Trainer, count_parameters, runtime_for
+    from minitx.trainer import TrainConfig, Trainer, count_parameters
 
     try:
         preset = get_preset(args.preset)
@@ -180,7 +181,7 @@ def _train(args: argparse.Namespace) -> int:
         model_config = None
     # Device and progress bar belong to this session, not to the run: a resumed run
     # takes them from the command line, everything else from its checkpoint.
-    overrides = {"device": args.device or "auto", "progress": not args.no_progress}
+    overrides = {}
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
     if args.seed is not None:
@@ -188,7 +189,7 @@ def _train(args: argparse.Namespace) -> int:
             raise UsageError("--seed cannot change a resumed run (it keeps its own RNG states)")
         overrides["seed"] = args.seed
     config = TrainConfig.from_dict({**config.to_dict(), **overrides})
-    runtime = runtime_for(config)
+    runtime = plan_runtime(args.device or "auto")
 
     text = load_text(CORPUS, download=not args.no_download)
     tokenizer = CharTokenizer.from_text(text)
@@ -204,7 +205,7 @@ def _train(args: argparse.Namespace) -> int:
     batches = BlockBatches(
         train_data, val_data, model_config.block_size, config.batch_size, runtime.device
     )
-    trainer = Trainer(model, config, batches, runtime=runtime)
+    trainer = Trainer(model, config, batches, runtime=runtime, progress=not args.no_progress)
 
     def save(t: Trainer) -> None:
         ck.save_checkpoint(

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import AdditiveAttention, DotProductAttention
-from minitx.runtime import evaluating
+from minitx.runtime import evaluating, plan_runtime
 from minitx.tasks import dates
 from minitx.tasks.dates import CharVocab, DateBatch, DateExample
 
@@ -344,10 +344,11 @@ def train_seq2seq(
         max_steps=steps, batch_size=batch_size, learning_rate=lr,
         min_lr=lr * min_lr_fraction, warmup_steps=0, lr_decay_steps=schedule_steps,
         weight_decay=0.0, betas=(0.9, 0.999), grad_clip=clip, eval_interval=eval_every,
-        eval_steps=1, log_interval=eval_every, device=str(device), dtype="float32",
-        compile=False, threads=torch.get_num_threads(), seed=seed, progress=False,
+        eval_steps=1, log_interval=eval_every, seed=seed,
     )  # fmt: skip
-    trainer = Trainer(model, config, task.get_batch, loss_fn=task.loss)
+    runtime = plan_runtime(str(device), "float32", compile=False, threads=torch.get_num_threads())
+    trainer = Trainer(model, config, task.get_batch, loss_fn=task.loss, runtime=runtime,
+                      progress=False)
     trainer.history["val_acc"] = []
 
     def record_accuracy(t: Trainer) -> None:

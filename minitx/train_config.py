@@ -1,12 +1,14 @@
-"""What a training run is told: :class:`TrainConfig`, and the runtime it asks for."""
+"""What a training run is: :class:`TrainConfig`. Where it runs (device, dtype, threads,
+compile) belongs to the session, not to the run: see :func:`minitx.runtime.plan_runtime`."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
 
 from minitx.optim import lr_at
-from minitx.runtime import DTYPES, Runtime, plan_runtime
+
+# Settings of a session, not of a run; older checkpoints kept them in the config.
+SESSION_KEYS = ("device", "dtype", "compile", "threads", "progress")
 
 
 @dataclass
@@ -17,10 +19,10 @@ class TrainConfig:
     warmup stays in the warmup). Weight decay applies to matrices only (see
     ``param_groups``). ``eval_train`` also evaluates on fixed training batches (dropout
     off), for a train curve comparable with the val curve. ``grad_clip=0`` turns
-    clipping off. ``device='auto'`` picks CUDA, then mps, then CPU; ``dtype='auto'``
-    picks bfloat16 autocast on CUDA (when supported) and float32 elsewhere;
-    ``compile=None`` compiles on CUDA only. ``seed`` seeds the batch generator (the
-    caller seeds the model's initialisation).
+    clipping off. ``seed`` seeds the batch generator (the caller seeds the model's
+    initialisation). The device, dtype, threads and progress bar are not part of a run:
+    they are given to the :class:`~minitx.trainer.Trainer` (``runtime=``, ``progress=``),
+    so a run resumed elsewhere keeps its config and takes them from its new session.
     """
 
     max_steps: int = 2000
@@ -36,12 +38,7 @@ class TrainConfig:
     eval_steps: int = 20
     eval_train: bool = False
     log_interval: int = 10
-    device: str = "auto"
-    dtype: str = "auto"
-    compile: bool | None = None
-    threads: int | None = None  # CPU threads; None: $OMP_NUM_THREADS, else every core
     seed: int = 1337
-    progress: bool = True
 
     def __post_init__(self) -> None:
         self.betas = tuple(float(b) for b in self.betas)  # lists come back from checkpoints
@@ -49,10 +46,6 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(
-                f"TrainConfig.threads must be None or an int >= 1, got {self.threads!r}"
-            )
         if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             raise ValueError(
                 f"TrainConfig.warmup_steps must be an int >= 0, got {self.warmup_steps!r}"
@@ -74,16 +67,6 @@ class TrainConfig:
             )
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
-        if self.device not in ("auto", "cpu", "cuda", "mps") and not self.device.startswith(
-            "cuda:"
-        ):
-            raise ValueError(
-                f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {self.device!r}"
-            )
-        if self.dtype not in ("auto", *DTYPES):
-            raise ValueError(
-                f"dtype must be 'auto', {', '.join(map(repr, DTYPES))}, got {self.dtype!r}"
-            )
 
     def lr_at(self, step: int) -> float:
         """The learning rate of step ``step`` under this config (see the module-level ``lr_at``)."""
@@ -104,20 +87,14 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        """Inverse of ``to_dict``; unknown keys are an error."""
+        """Inverse of ``to_dict``; unknown keys are an error. The session settings that
+        older checkpoints stored here (device, dtype, ...) are dropped."""
         known = {f.name for f in fields(cls)}
+        d = {k: v for k, v in d.items() if k not in SESSION_KEYS}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown TrainConfig fields: {sorted(unknown)}")
         return cls(**d)
 
 
-# ---------------------------------------------------------------- runtime
-def runtime_for(config: TrainConfig, **availability: Any) -> Runtime:
-    """The :class:`minitx.runtime.Runtime` that ``config`` asks for (device, dtype,
-    compile, threads); ``availability`` passes ``cuda_available=`` etc. through, for tests."""
-    return plan_runtime(config.device, config.dtype, config.compile, config.threads,
-                        **availability)
-
-
-__all__ = ["TrainConfig", "runtime_for"]
+__all__ = ["SESSION_KEYS", "TrainConfig"]

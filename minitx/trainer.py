@@ -39,8 +39,8 @@ import torch
 from torch import Tensor, nn
 
 from minitx.optim import make_optimizer
-from minitx.runtime import DeferredInterrupt, Runtime, activated, autocast
-from minitx.train_config import TrainConfig, runtime_for
+from minitx.runtime import DeferredInterrupt, Runtime, activated, autocast, plan_runtime
+from minitx.train_config import TrainConfig
 
 Batch = Any  # whatever get_batch returns; (x, y) for a language model
 BatchFn = Callable[[str, torch.Generator], Batch]
@@ -73,6 +73,9 @@ class Trainer:
         loss_fn: ``loss_fn(model, batch) -> scalar tensor``; default
             :func:`language_model_loss`, ``model(x, y)[1]``.
         callbacks: optional ``{event: [fn(trainer), ...]}`` for the events in ``EVENTS``.
+        runtime: where to run, from :func:`minitx.runtime.plan_runtime` (default: the
+            best device found, every CPU core); a session setting, not part of ``config``.
+        progress: show a progress bar.
 
     Attributes read by callbacks: ``step`` (optimisation steps done), ``model``,
     ``optimizer``, ``generator`` (the batch generator), ``history``, ``last_val_loss``,
@@ -89,13 +92,15 @@ class Trainer:
         loss_fn: LossFn | None = None,
         callbacks: dict[str, list[Callback]] | None = None,
         runtime: Runtime | None = None,
+        progress: bool = True,
     ) -> None:
         if not isinstance(config, TrainConfig):
             raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
         if not callable(get_batch):
             raise TypeError(f"get_batch must be callable, got {type(get_batch).__name__}")
         self.config = config
-        self.runtime = runtime_for(config) if runtime is None else runtime
+        self.runtime = plan_runtime() if runtime is None else runtime
+        self.progress = progress
         self.model = model.to(self.runtime.device)
         self.optimizer = make_optimizer(
             self.model, learning_rate=config.learning_rate, weight_decay=config.weight_decay,
@@ -230,7 +235,7 @@ class Trainer:
             initial=self.step,
             desc="train",
             unit="step",
-            disable=not self.config.progress,
+            disable=not self.progress,
             dynamic_ncols=True,
         )
         t_window, tokens_window = time.perf_counter(), 0

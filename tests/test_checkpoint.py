@@ -23,6 +23,7 @@ from minitx.checkpoint import (
     strip_checkpoint,
 )
 from minitx.gpt import GPT, GPTConfig
+from minitx.runtime import plan_runtime
 from minitx.tokenizer import CharTokenizer
 from minitx.trainer import TrainConfig, Trainer
 
@@ -35,10 +36,9 @@ def build(steps: int = 3):
     cfg = GPTConfig(tok.vocab_size, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)
     torch.manual_seed(0)
     model = GPT(cfg)
-    tcfg = TrainConfig(
-        max_steps=steps, batch_size=4, eval_interval=2, eval_steps=1, progress=False, device="cpu"
-    )
-    trainer = Trainer(model, tcfg, BlockBatches(data[:1000], data[1000:], 8, 4))
+    tcfg = TrainConfig(max_steps=steps, batch_size=4, eval_interval=2, eval_steps=1)
+    trainer = Trainer(model, tcfg, BlockBatches(data[:1000], data[1000:], 8, 4),
+                      runtime=plan_runtime("cpu"), progress=False)
     trainer.train()
     return model, cfg, tok, trainer
 

@@ -70,8 +70,7 @@ def test_the_trainer_trains_a_rung_and_it_samples():
     batches = BlockBatches(data[:300], data[300:], T, 8)
     model = LadderModel(RUNGS[-1], V, T, n_embd=16)
     config = TrainConfig(max_steps=60, batch_size=8, learning_rate=1e-2, min_lr=1e-3,
-                         warmup_steps=5, eval_interval=60, eval_steps=2, log_interval=10,
-                         progress=False, device="cpu", threads=1)
+                         warmup_steps=5, eval_interval=60, eval_steps=2, log_interval=10)
     trainer = Trainer(model, config, batches)
     trainer.train()
     assert trainer.history["val_loss"][-1] < 0.5 * trainer.history["val_loss"][0]

@@ -18,7 +18,8 @@ import minitx.presets
 from minitx.batches import BlockBatches
 from minitx.gpt import GPT
 from minitx.presets import PRESETS, Preset, auto_preset_name, get_preset, preset_names
-from minitx.trainer import Trainer, runtime_for
+from minitx.runtime import plan_runtime
+from minitx.trainer import Trainer
 
 # A phrase of the documentation -> the config fields its numbers must equal.
 SIZE = r"(\d+) layers x (\d+) wide"
@@ -86,12 +87,11 @@ def test_tokens_per_step_is_batch_times_block():
     assert p.tokens_per_step == 30
 
 
-def test_gpu_recipe_autocasts_to_bf16_and_compiles_on_cuda_only():
-    train = get_preset("gpu").train
-    cuda = runtime_for(train, cuda_available=True, bf16_supported=True, cpus=2)
-    assert (cuda.device.type, cuda.dtype, cuda.compile) == ("cuda", torch.bfloat16, True)
-    cpu = runtime_for(train, cuda_available=False, mps_available=False, cpus=2)
-    assert (cpu.device.type, cpu.dtype, cpu.compile) == ("cpu", torch.float32, False)
+def test_the_gpu_recipe_holds_no_session_settings():
+    """bf16 autocast and compile come from the runtime a session plans (on CUDA), never
+    from the recipe: a checkpoint trained on a GPU resumes on a CPU as it is."""
+    train = get_preset("gpu").train.to_dict()
+    assert not {"device", "dtype", "compile", "threads", "progress"} & set(train)
 
 
 def test_every_preset_builds_its_model():
@@ -133,16 +133,15 @@ def test_gpu_recipe_trains_a_few_steps_on_cpu_at_reduced_size():
     torch.manual_seed(0)
     data = torch.randint(65, (5000,))
     model = GPT(p.gpt_config(65))
-    cfg = p.train
-    cfg.progress, cfg.device = False, "cpu"
-    trainer = Trainer(model, cfg, BlockBatches(data[:4000], data[4000:], 32, 4))
+    trainer = Trainer(model, p.train, BlockBatches(data[:4000], data[4000:], 32, 4),
+                      runtime=plan_runtime("cpu"), progress=False)
     before = [t.detach().clone() for t in model.parameters()]
     history = trainer.train()
     assert trainer.step == 4
     assert history["eval_step"] == [0, 2, 4]
     assert all(math.isfinite(v) for v in history["train_loss"] + history["val_loss"])
     # a run shorter than the warmup ends at 4 / warmup_steps of the peak learning rate
-    assert history["lr"][-1] == pytest.approx(cfg.learning_rate * 4 / cfg.warmup_steps)
+    assert history["lr"][-1] == pytest.approx(p.train.learning_rate * 4 / p.train.warmup_steps)
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 

@@ -71,8 +71,7 @@ def test_the_trainer_learns_a_short_gap(kind):
     task = RecallTask(gap=1, batch_size=64)
     config = TrainConfig(max_steps=60, batch_size=64, learning_rate=1e-2, min_lr=1e-2,
                          warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999), grad_clip=1.0,
-                         eval_interval=60, eval_steps=1, log_interval=1, device="cpu",
-                         threads=1, progress=False, seed=0)
+                         eval_interval=60, eval_steps=1, log_interval=1, seed=0)
     torch.manual_seed(0)
     model = RecallClassifier(kind, task.vocab, 16, task.n_symbols)
     losses = Trainer(model, config, task.get_batch, loss_fn=task.loss).train()["train_loss"]

@@ -144,8 +144,8 @@ def test_model_shapes_and_weights():
 
 ADAM = TrainConfig(max_steps=100, batch_size=64, learning_rate=1e-2, min_lr=1e-2,
                    warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999), grad_clip=0.0,
-                   eval_interval=100, eval_steps=1, log_interval=1, device="cpu", threads=1,
-                   progress=False, seed=0)  # plain Adam at a constant rate
+                   eval_interval=100, eval_steps=1, log_interval=1,
+                   seed=0)  # plain Adam at a constant rate
 
 
 def test_the_trainer_reaches_high_accuracy_quickly():

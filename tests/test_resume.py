@@ -12,6 +12,7 @@ import torch
 from minitx.batches import BlockBatches
 from minitx.checkpoint import load_checkpoint, make_checkpoint, restore_trainer, save_checkpoint
 from minitx.gpt import GPT, GPTConfig
+from minitx.runtime import plan_runtime
 from minitx.tokenizer import CharTokenizer
 from minitx.trainer import TrainConfig, Trainer
 
@@ -38,12 +39,10 @@ def make_trainer(init_seed: int = 0) -> tuple[Trainer, GPTConfig, CharTokenizer]
         eval_interval=4,
         eval_steps=2,
         log_interval=3,  # STOP_AT is inside a log window: the partial window is saved too
-        progress=False,
-        device="cpu",
         seed=7,
     )
     batches = BlockBatches(data[:900], data[900:], cfg.block_size, tcfg.batch_size)
-    return Trainer(model, tcfg, batches), cfg, tok
+    return Trainer(model, tcfg, batches, runtime=plan_runtime("cpu"), progress=False), cfg, tok
 
 
 def interrupt_at(step: int):

@@ -16,8 +16,8 @@ from torch import nn
 
 from minitx.batches import BlockBatches
 from minitx.optim import lr_at, param_groups
-from minitx.runtime import cpu_threads, select_device
-from minitx.trainer import TrainConfig, Trainer, runtime_for
+from minitx.runtime import cpu_threads, plan_runtime, select_device
+from minitx.trainer import TrainConfig, Trainer
 
 V = 11
 
@@ -55,8 +55,6 @@ def config(**kw) -> TrainConfig:
         eval_interval=5,
         eval_steps=2,
         log_interval=2,
-        progress=False,
-        device="cpu",
     )
     return TrainConfig(**{**base, **kw})
 
@@ -111,8 +109,6 @@ def test_lr_bad_arguments(kw):
         dict(min_lr=1.0, learning_rate=0.1),
         dict(betas=(0.9, 1.0)),
         dict(weight_decay=-0.1),
-        dict(device="tpu"),
-        dict(dtype="float16"),
         dict(warmup_steps=10, lr_decay_steps=5),
     ],
 )
@@ -122,10 +118,14 @@ def test_config_rejects_bad_values(kw):
 
 
 def test_config_dict_round_trip():
-    cfg = config(betas=(0.8, 0.95), compile=False)
+    cfg = config(betas=(0.8, 0.95))
     d = cfg.to_dict()
     assert d["betas"] == [0.8, 0.95]
     assert TrainConfig.from_dict(d) == cfg
+    # the session settings older checkpoints kept in the config are dropped on loading
+    old = {**d, "device": "cuda", "dtype": "auto", "compile": None, "threads": 4, "progress": True}
+    assert TrainConfig.from_dict(old) == cfg
+    assert not {"device", "dtype", "compile", "threads", "progress"} & set(d)
     with pytest.raises(ValueError, match="unknown"):
         TrainConfig.from_dict({**d, "lr": 1.0})
 
@@ -294,7 +294,8 @@ def test_bad_arguments():
 
 def test_bf16_autocast_runs_on_cpu():
     torch.manual_seed(0)
-    trainer = Trainer(Bigram(), config(max_steps=2, dtype="bfloat16"), cyclic_batches())
+    trainer = Trainer(Bigram(), config(max_steps=2), cyclic_batches(),
+                      runtime=plan_runtime("cpu", "bfloat16"))
     assert trainer.runtime.dtype == torch.bfloat16
     h = trainer.train()
     assert all(math.isfinite(v) for v in h["train_loss"] + h["val_loss"])
@@ -320,8 +321,7 @@ def test_explicit_device_must_exist():
 
 
 def test_runtime_plan_on_cuda_mps_and_cpu():
-    cfg = TrainConfig(device="auto")
-    gpu = runtime_for(cfg, cuda_available=True, mps_available=False, bf16_supported=True)
+    gpu = plan_runtime("auto", cuda_available=True, mps_available=False, bf16_supported=True)
     assert (gpu.device.type, gpu.dtype, gpu.compile, gpu.fused_adamw, gpu.tf32) == (
         "cuda",
         torch.bfloat16,
@@ -329,25 +329,24 @@ def test_runtime_plan_on_cuda_mps_and_cpu():
         True,
         True,
     )
-    old_gpu = runtime_for(cfg, cuda_available=True, mps_available=False, bf16_supported=False)
+    old_gpu = plan_runtime("auto", cuda_available=True, mps_available=False, bf16_supported=False)
     assert old_gpu.dtype == torch.float32
-    mac = runtime_for(cfg, cuda_available=False, mps_available=True)
+    mac = plan_runtime("auto", cuda_available=False, mps_available=True)
     assert (mac.device.type, mac.dtype, mac.compile, mac.fused_adamw) == (
         "mps",
         torch.float32,
         False,
         False,
     )
-    cpu = runtime_for(cfg, cuda_available=False, mps_available=False, cpus=7)
+    cpu = plan_runtime("auto", cuda_available=False, mps_available=False, cpus=7)
     assert (cpu.device.type, cpu.dtype, cpu.compile, cpu.tf32) == (
         "cpu",
         torch.float32,
         False,
         False,
     )
-    no_compile = runtime_for(
-        TrainConfig(compile=False, dtype="float32"), cuda_available=True, mps_available=False
-    )
+    no_compile = plan_runtime("auto", "float32", compile=False, cuda_available=True,
+                              mps_available=False)
     assert not no_compile.compile and no_compile.dtype == torch.float32
 
 
@@ -357,16 +356,20 @@ def test_cpu_threads_use_every_core_unless_the_user_says_otherwise(monkeypatch):
     with pytest.raises(ValueError, match="OMP_NUM_THREADS"):
         cpu_threads(env={"OMP_NUM_THREADS": "many"}, cpus=6)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    assert runtime_for(TrainConfig(device="cpu"), cpus=3).num_threads == 3
-    assert runtime_for(TrainConfig(device="cpu", threads=1), cpus=3).num_threads == 1
+    assert plan_runtime("cpu", cpus=3).num_threads == 3
+    assert plan_runtime("cpu", threads=1, cpus=3).num_threads == 1
     with pytest.raises(ValueError, match="threads"):
-        TrainConfig(threads=0)
+        plan_runtime("cpu", threads=0)
+    with pytest.raises(ValueError, match="dtype"):
+        plan_runtime("cpu", "float16")
+    with pytest.raises(ValueError, match="device"):
+        plan_runtime("tpu")
 
 
 def test_trainer_on_this_machine_without_cuda_uses_cpu_float32():
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    trainer = Trainer(Bigram(), config(device="auto"), cyclic_batches())
+    trainer = Trainer(Bigram(), config(), cyclic_batches())
     assert trainer.runtime.dtype == torch.float32
     assert trainer.runtime.device.type in ("cpu", "mps")
     assert not trainer.runtime.compile
@@ -404,7 +407,7 @@ def test_a_task_supplies_batches_and_a_loss_and_nothing_else():
     model = _Regression()
     config = TrainConfig(max_steps=150, batch_size=16, learning_rate=5e-2, min_lr=5e-3,
                          warmup_steps=0, weight_decay=0.0, eval_interval=50, eval_steps=2,
-                         log_interval=1, device="cpu", threads=1, progress=False)
+                         log_interval=1)
 
     def mse(model, batch):
         x, y = batch
@@ -422,7 +425,7 @@ def test_a_callback_can_stop_training_early():
     torch.manual_seed(0)
     config = TrainConfig(max_steps=500, batch_size=16, learning_rate=5e-2, min_lr=5e-3,
                          warmup_steps=0, weight_decay=0.0, eval_interval=10, eval_steps=1,
-                         log_interval=10, device="cpu", threads=1, progress=False)
+                         log_interval=10)
 
     def stop_when_good(trainer):
         if trainer.last_val_loss < 0.05:
@@ -437,7 +440,7 @@ def test_a_callback_can_stop_training_early():
 
 
 def test_bad_losses_and_batches_are_named():
-    config = TrainConfig(max_steps=2, batch_size=16, device="cpu", threads=1, progress=False)
+    config = TrainConfig(max_steps=2, batch_size=16)
     with pytest.raises(TypeError, match="loss_fn must be callable"):
         Trainer(_Regression(), config, _regression_batch, loss_fn=3)
     trainer = Trainer(_Regression(), config, _regression_batch,

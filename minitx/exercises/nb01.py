@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from typing import Any
 
 import torch
 from torch import nn
 
-from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.exercises import exercise, think
+from minitx.exercises.checks import compare, implement, notes, predict
 from minitx.sequences import corpus_padding_waste, pad_batch, padding_stats
 from minitx.tokenizer import CharTokenizer
 
 TRUNCATION_LENGTHS, TRUNCATION_MAX_LEN = [3, 7, 5, 1], 5
-
-
-def _letter(answer: Any, options: str) -> str:
-    """The option letter of a prediction: 'b', 'B', '(b)' and 'b)' all read as 'b'."""
-    if not isinstance(answer, str):
-        raise TypeError(f"expected a letter as a string, such as 'a', got {type(answer).__name__}")
-    letter = answer.strip().strip("().").strip().lower()
-    if letter not in options:
-        raise ValueError(f"expected one of the letters {', '.join(options)}, got {answer!r}")
-    return letter
 
 
 # ---- predict: a bigger batch of random speeches -------------------------------------------
@@ -49,23 +39,20 @@ def batch_size_truth() -> str:
     return "a" if waste[64] < waste[16] else "c"
 
 
-@exercise(
+predict(
     "01.batch_size",
     "Section 3 cut the speeches, in random order, into batches of 16, each padded to its own "
     "longest speech. Now take batches of 64 random speeches instead. Predict, before running "
-    "the experiment: (a) less of the corpus is padding, because a bigger batch averages out; "
-    "(b) about the same share is padding (within 3 percentage points); (c) more of it is "
-    "padding. Answer with a letter.",
-    kind="predict",
-    solution=batch_size_truth,
+    "the experiment:",
+    {
+        "a": "less of the corpus is padding, because a bigger batch averages out",
+        "b": "about the same share is padding (within 3 percentage points)",
+        "c": "more of it is padding",
+    },
+    batch_size_truth,
+    "what sets the padded length of a batch is its longest speech; ask whether the "
+    "longest of 64 random speeches tends to be longer or shorter than the longest of 16",
 )
-def _(answer):
-    if _letter(answer, "abc") == batch_size_truth():
-        return None
-    return (
-        "what sets the padded length of a batch is its longest speech; ask whether the "
-        "longest of 64 random speeches tends to be longer or shorter than the longest of 16"
-    )
 
 
 # ---- predict: averaging a sentence forgets its order ------------------------------------
@@ -93,23 +80,19 @@ def average_order_truth() -> str:
     return "a" if torch.allclose(a, b, rtol=0, atol=1e-12) else "b"
 
 
-@exercise(
+predict(
     "01.average_order",
     "Section 9 made the crudest contextual vectors: each token's embedding averaged half and "
     "half with its sentence's mean embedding. Apply that to 'dog bites man' and 'man bites "
     "dog'. Predict: does the word 'dog' get (a) the same contextual vector in both sentences, "
     "or (b) different vectors, since 'dog' is the subject in one and the object in the other? "
     "Answer with a letter.",
-    kind="predict",
-    solution=average_order_truth,
+    {"a": "the same contextual vector in both sentences", "b": "different vectors"},
+    average_order_truth,
+    "write out what is mixed into the 'dog' vector: its own embedding and the mean of "
+    "the sentence's embeddings; which of the two can depend on where the words stand?",
+    whole=True,
 )
-def _(answer):
-    if _letter(answer, "ab") == average_order_truth():
-        return None
-    return (
-        "write out what is mixed into the 'dog' vector: its own embedding and the mean of "
-        "the sentence's embeddings; which of the two can depend on where the words stand?"
-    )
 
 
 # ---- implement: padding and its mask ------------------------------------------------------
@@ -141,52 +124,39 @@ def _pad_cases() -> list[tuple[list[list[int]], int, str]]:
     return cases
 
 
-def _tensor(value: Any) -> torch.Tensor | None:
-    return value if isinstance(value, torch.Tensor) else None
+def _mask_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
+    """What the mask calls a real token or padding wrongly; the ids' hint is the usual one."""
+    if name != "mask":
+        return None
+    b, t = (int(i) for i in (got["mask"] != want["mask"]).nonzero()[0])
+    real = bool(want["mask"][b, t])
+    hint = f"the mask calls row {b}, position {t} {'padding' if real else 'a real token'}"
+    if real and got["ids"][b, t] == args[1]:  # args: (seqs, pad_id)
+        hint += "; a real token can have the same id as the padding"
+    return hint
 
 
-@exercise(
+@implement(
     "01.pad_and_mask",
     "Write pad_and_mask(seqs, pad_id): seqs is a list of B lists of token ids of any lengths. "
     "Return (ids, mask): ids a (B, T) long tensor holding the sequences padded with pad_id up "
     "to the longest length T, and mask a (B, T) bool tensor that is True where a real token "
     "stands and False on padding. Later layers use the mask to ignore the padding.",
-    kind="implement",
-    solution=lambda: pad_and_mask,
+    pad_and_mask,
 )
 def _(fn):
-    for seqs, pad_id, what in _pad_cases():
-        result, hint = call_learner(fn, [list(s) for s in seqs], pad_id)
-        if hint is not None:
-            return f"on {what}, {hint}"
-        if not isinstance(result, tuple) or len(result) != 2:
-            return "return a tuple (ids, mask) of two tensors"
-        ids, mask = (_tensor(r) for r in result)
-        if ids is None or mask is None:
-            return "ids and mask must both be torch tensors"
-        want_ids, want_mask = pad_and_mask(seqs, pad_id)
-        if ids.shape != want_ids.shape or mask.shape != want_mask.shape:
-            return (
-                f"on {what}: ids has shape {tuple(ids.shape)} and mask {tuple(mask.shape)}, "
-                f"expected (B, T) = {tuple(want_ids.shape)} for both (T: the longest length)"
-            )
-        if ids.dtype != torch.long:
-            return f"ids should hold integer ids (torch.long), got {ids.dtype}"
-        if mask.dtype != torch.bool:
-            return f"mask should be a bool tensor (True = real token), got {mask.dtype}"
-        if not torch.equal(ids, want_ids):
-            b, t = (int(i) for i in (ids != want_ids).nonzero()[0])
-            return f"on {what}: ids differ first at row {b}, position {t}"
-        if not torch.equal(mask, want_mask):
-            b, t = (int(i) for i in (mask != want_mask).nonzero()[0])
-            said = "padding" if want_mask[b, t] else "a real token"
-            extra = (
-                "; a real token can have the same id as the padding"
-                if want_mask[b, t] and ids[b, t] == pad_id
-                else ""
-            )
-            return f"on {what}: the mask calls row {b}, position {t} {said}{extra}"
-    return None
+    return compare(
+        fn,
+        ((f"on {what}", (seqs, pad_id)) for seqs, pad_id, what in _pad_cases()),
+        pad_and_mask,
+        names=("ids", "mask"),
+        dtype=True,
+        atol=0,
+        about={"ids": "that is (B, T), T the longest length", "mask": "that is (B, T)"},
+        axes=("row", "position"),
+        expected="the padded batch",
+        diagnose=_mask_hint,
+    )
 
 
 # ---- compute --------------------------------------------------------------------------------
@@ -256,8 +226,10 @@ think(
 )
 
 
-teaching_notes(
+notes(
     "01",
+    40,
+    "batch_size pad_and_mask average_order bucketing",
     goals=(
         "Explain why a fixed-size feed-forward network is a poor fit for text: variable "
         "length, position-specific weights, a fixed reach.",
@@ -273,6 +245,4 @@ teaching_notes(
         "A token id is a quantity (id 40 is 'twice' id 20); it is a row index.",
         "One vector per word is enough for words with several meanings.",
     ),
-    reading_minutes=40,
-    assign=("01.batch_size", "01.pad_and_mask", "01.average_order", "01.bucketing"),
 )

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minitx.exercises import call_learner, close, exercise, teaching_notes, think
+from minitx.exercises import close, exercise, think
+from minitx.exercises.checks import compare, implement, notes, predict
 from minitx.gradients import gradient_norms_by_distance
 from minitx.rnn import LSTM, RNN, LSTMCell
 
@@ -18,16 +19,6 @@ LSTM_SIZES = (10, 20)  # input_size, hidden_size
 FORGET, STEPS = 0.9, 20
 HIDDEN_SIZES = (32, 256)
 CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
-
-
-def _letter(answer: Any, options: str) -> str:
-    """The option letter of a prediction: 'b', 'B', '(b)' and 'b)' all read as 'b'."""
-    if not isinstance(answer, str):
-        raise TypeError(f"expected a letter as a string, such as 'a', got {type(answer).__name__}")
-    letter = answer.strip().strip("().").strip().lower()
-    if letter not in options:
-        raise ValueError(f"expected one of the letters {', '.join(options)}, got {answer!r}")
-    return letter
 
 
 def _number(answer: Any) -> float:
@@ -72,25 +63,22 @@ def hidden_size_truth() -> str:
     return "a" if wide < small else "c"
 
 
-@exercise(
+predict(
     "02.hidden_size",
     f"Section 3 measured a plain RNN with H = {HIDDEN_SIZES[0]} hidden units and PyTorch's "
     "default initialisation: per step back, its gradient norm was multiplied by about 0.53. "
     f"Now take H = {HIDDEN_SIZES[1]}, eight times as many units, with the same initialisation "
     "rule. Predict its per-step factor, measured between distance 1 and 60 on random inputs, "
-    f"next to an H = {HIDDEN_SIZES[0]} RNN's on the same inputs: (a) smaller by more than "
-    "0.15, the gradient vanishes faster; (b) within 0.15 of it, the gradient vanishes about as "
-    "fast; (c) larger by more than 0.15, more units remember longer. Answer with a letter.",
-    kind="predict",
-    solution=hidden_size_truth,
+    f"next to an H = {HIDDEN_SIZES[0]} RNN's on the same inputs:",
+    {
+        "a": "smaller by more than 0.15, the gradient vanishes faster",
+        "b": "within 0.15 of it, the gradient vanishes about as fast",
+        "c": "larger by more than 0.15, more units remember longer",
+    },
+    hidden_size_truth,
+    "look at how PyTorch draws W_hh: uniform in (-1/sqrt(H), 1/sqrt(H)); ask how much "
+    "such a matrix stretches a vector as H grows",
 )
-def _(answer):
-    if _letter(answer, "abc") == hidden_size_truth():
-        return None
-    return (
-        "look at how PyTorch draws W_hh: uniform in (-1/sqrt(H), 1/sqrt(H)); ask how much "
-        "such a matrix stretches a vector as H grows"
-    )
 
 
 # ---- predict: two stacks of causal convolutions ---------------------------------------------
@@ -116,19 +104,19 @@ def cnn_reach_truth() -> str:
     return "c" if first == second else "a" if first > second else "b"
 
 
-@exercise(
+predict(
     "02.cnn_reach",
     f"Two stacks of causal 1-D convolutions: {CONV_STACKS[0][1]} layers with kernel "
     f"{CONV_STACKS[0][0]}, and {CONV_STACKS[1][1]} layers with kernel {CONV_STACKS[1][0]}. "
-    "Predict which output sees more past tokens: (a) the stack with the wider kernel; "
-    "(b) the deeper stack; (c) both see exactly the same number. Answer with a letter.",
-    kind="predict",
-    solution=cnn_reach_truth,
+    "Predict which output sees more past tokens:",
+    {
+        "a": "the stack with the wider kernel",
+        "b": "the deeper stack",
+        "c": "both see exactly the same number",
+    },
+    cnn_reach_truth,
+    "count, layer by layer, how many new past positions each layer adds to the window",
 )
-def _(answer):
-    if _letter(answer, "abc") == cnn_reach_truth():
-        return None
-    return "count, layer by layer, how many new past positions each layer adds to the window"
 
 
 # ---- implement: one LSTM step ---------------------------------------------------------------
@@ -168,58 +156,33 @@ def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
         return cell(x, (h, c))
 
 
-def _first_difference(got: torch.Tensor, want: torch.Tensor) -> tuple[int, int]:
-    bad = ~torch.isclose(got, want, rtol=1e-6, atol=1e-8)
-    b, j = (int(i) for i in bad.nonzero()[0])
-    return b, j
-
-
-@exercise(
+@implement(
     "02.lstm_step",
     "Write lstm_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh) for one LSTM step, "
     "from the equations of section 4. x is (B, C), h and c are (B, H); the weights are laid "
     "out like PyTorch's: weight_ih (4H, C), weight_hh (4H, H), bias_ih and bias_hh (4H,), "
     "their four blocks of H rows in the gate order i, f, g, o. Return (h_new, c_new), each "
     "(B, H).",
-    kind="implement",
-    solution=lambda: lstm_step,
+    lstm_step,
 )
 def _(fn):
-    for (B, C, H), args in lstm_step_cases():
-        where = f"B={B}, C={C}, H={H}"
-        result, hint = call_learner(fn, *(a.clone() for a in args))
-        if hint is not None:
-            return f"with {where}, {hint}"
-        if not isinstance(result, tuple) or len(result) != 2:
-            return "return a tuple (h_new, c_new) of two tensors"
-        h_new, c_new = result
-        if not isinstance(h_new, torch.Tensor) or not isinstance(c_new, torch.Tensor):
-            return "h_new and c_new must both be torch tensors"
-        if h_new.shape != (B, H) or c_new.shape != (B, H):
-            return (
-                f"with {where}: h_new has shape {tuple(h_new.shape)} and c_new "
-                f"{tuple(c_new.shape)}, expected (B, H) = {(B, H)} for both"
-            )
-        if torch.isnan(h_new).any() or torch.isnan(c_new).any():
-            return f"with {where} your result holds NaN"
-        want_h, want_c = lstm_cell_step(*args)
-        h_new, c_new = h_new.double(), c_new.double()
-        if torch.allclose(h_new, want_c) and torch.allclose(c_new, want_h):
-            return "h_new and c_new come back in the wrong order: return (h_new, c_new)"
-        if not torch.allclose(c_new, want_c, rtol=1e-6, atol=1e-8):
-            b, j = _first_difference(c_new, want_c)
-            return (
-                f"with {where}, c_new differs from the package's LSTMCell first at batch row "
-                f"{b}, unit {j}: check which block of rows feeds which gate, and which gates "
-                "take a sigmoid and which a tanh"
-            )
-        if not torch.allclose(h_new, want_h, rtol=1e-6, atol=1e-8):
-            b, j = _first_difference(h_new, want_h)
-            return (
-                f"with {where}, c_new is right but h_new differs first at batch row {b}, "
-                f"unit {j}: look at how h_new is made from c_new"
-            )
-    return None
+    return compare(
+        fn,
+        ((f"with B={B}, C={C}, H={H}", args) for (B, C, H), args in lstm_step_cases()),
+        lstm_cell_step,
+        names=("h_new", "c_new"),
+        order=("c_new", "h_new"),
+        atol=1e-8,
+        rtol=1e-6,
+        about={"h_new": "that is (B, H)", "c_new": "that is (B, H)"},
+        axes=("batch row", "unit"),
+        expected="the package's LSTMCell",
+        advice={
+            "c_new": "check which block of rows feeds which gate, and which gates take a "
+            "sigmoid and which a tanh",
+            "h_new": "look at how h_new is made from c_new",
+        },
+    )
 
 
 # ---- compute --------------------------------------------------------------------------------
@@ -299,8 +262,10 @@ think(
 )
 
 
-teaching_notes(
+notes(
     "02",
+    60,
+    "hidden_size lstm_step cnn_reach cnn_or_rnn",
     goals=(
         "Compute an RNN step by hand and explain weight sharing across time.",
         "Read and check from-scratch RNN, LSTM and GRU cells against PyTorch with copied "
@@ -319,6 +284,4 @@ teaching_notes(
         "A bigger batch makes a recurrent network's steps run in parallel; it parallelises "
         "across sequences, never across time.",
     ),
-    reading_minutes=60,
-    assign=("02.hidden_size", "02.lstm_step", "02.cnn_reach", "02.cnn_or_rnn"),
 )

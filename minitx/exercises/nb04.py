@@ -14,7 +14,8 @@ from typing import Any
 import torch
 
 from minitx.attention import scaled_dot_product_attention
-from minitx.exercises import call_learner, close, exercise, teaching_notes, think
+from minitx.exercises import close, exercise, think
+from minitx.exercises.checks import compare, implement, notes, predict, shapes
 from minitx.word_attention import embed_tokens, random_projections
 
 DT = torch.float64
@@ -33,17 +34,6 @@ REPEAT_CHOICES = {
     "d": "moves in some other direction",
 }
 REPEAT_SENTENCE = ("the", "bank", "of", "the", "river")
-
-
-def _letter_or_words(answer: Any, choices: dict[str, str]) -> str | None:
-    """The outcome a learner picked, by letter ('b', '(b)') or by its words; None if
-    neither."""
-    if not isinstance(answer, str):
-        return None
-    text = answer.strip().strip("()'\". ").lower()
-    if text in choices:
-        return choices[text]
-    return text if text in choices.values() else None
 
 
 def _entropy(weights: torch.Tensor) -> torch.Tensor:
@@ -114,47 +104,32 @@ def expected_tiny() -> torch.Tensor:
 # ---- predict -----------------------------------------------------------------------------
 
 
-@exercise(
+predict(
     "04.shift_keys",
     "Take any self-attention and add the same vector c to every key (queries and values "
     "stay as they are). What happens to the attention weights A? (a) unchanged; (b) every "
     "row gets sharper; (c) every row gets flatter; (d) they change, but not in one "
     "direction. Answer with the letter.",
-    kind="predict",
-    solution=shift_keys_outcome,
+    SHIFT_CHOICES,
+    shift_keys_outcome,
+    "not what happens: write the new score q . (k_j + c) as two terms, and ask "
+    "which of them differs from key to key",
+    whole=True,
 )
-def _shift_keys(answer: Any) -> str | None:
-    picked = _letter_or_words(answer, SHIFT_CHOICES)
-    if picked is None:
-        return "answer with one letter: 'a', 'b', 'c' or 'd'"
-    if picked != shift_keys_outcome():
-        return (
-            "not what happens: write the new score q . (k_j + c) as two terms, and ask "
-            "which of them differs from key to key"
-        )
-    return None
 
-
-@exercise(
+predict(
     "04.repeat_word",
     "In 'the bank of the river' (no positions), 'bank' leaves attention with a vector z. "
     "Append a second 'river': 'the bank of the river river'. What happens to z? "
     "(a) unchanged, since the same words surround 'bank'; (b) it moves straight towards "
     "v_river, the value vector of 'river'; (c) it moves straight away from v_river; (d) it "
     "moves in some other direction. Answer with the letter.",
-    kind="predict",
-    solution=repeat_word_outcome,
+    REPEAT_CHOICES,
+    repeat_word_outcome,
+    "not what happens: write z as a sum of e^(score) * value over the keys, divided "
+    "by the sum of e^(score); then add one more term for the new key",
+    whole=True,
 )
-def _repeat_word(answer: Any) -> str | None:
-    picked = _letter_or_words(answer, REPEAT_CHOICES)
-    if picked is None:
-        return "answer with one letter: 'a', 'b', 'c' or 'd'"
-    if picked != repeat_word_outcome():
-        return (
-            "not what happens: write z as a sum of e^(score) * value over the keys, divided "
-            "by the sum of e^(score); then add one more term for the new key"
-        )
-    return None
 
 
 # ---- implement ---------------------------------------------------------------------------
@@ -187,19 +162,16 @@ def attention_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     ]
 
 
-def _first_difference(got: torch.Tensor, expected: torch.Tensor) -> str:
-    index = ((got - expected).abs() > 1e-6).nonzero()[0].tolist()
-    return str(tuple(index)) if len(index) > 1 else str(index[0])
-
-
-def _diagnose_weights(
-    A: torch.Tensor, want_A: torch.Tensor, Q: torch.Tensor, K: torch.Tensor, shapes: str
-) -> str:
-    """What is wrong with weights A that differ from the expected ones."""
+def _diagnose_weights(name: str, got: dict, want: dict, args: tuple) -> str | None:
+    """What is wrong with weights A that differ from the expected ones (None: not A, or no
+    likely mistake found)."""
+    if name != "A":
+        return None
+    A, (Q, K, _) = got["A"], args
     if not torch.allclose(A.sum(-1), torch.ones(A.shape[:-1], dtype=DT), atol=1e-6):
         if torch.allclose(A.sum(-2), torch.ones(A.shape[:-2] + A.shape[-1:], dtype=DT), atol=1e-6):
             return "your columns of A sum to 1, not its rows: check the softmax's axis"
-        return f"on {shapes}, the rows of your A do not sum to 1"
+        return "the rows of your A do not sum to 1"
     raw = Q @ K.transpose(-2, -1)
     for wrong_scale, what in (
         (1.0, "you did not scale the scores"),
@@ -207,52 +179,28 @@ def _diagnose_weights(
     ):
         if torch.allclose(A, torch.softmax(raw / wrong_scale, -1), atol=1e-6):
             return f"{what}: the scale is 1 / sqrt(d_k)"
-    return (
-        f"on {shapes}, your A differs from the expected weights, first at "
-        f"{_first_difference(A, want_A)}"
-    )
+    return None
 
 
-@exercise(
+@implement(
     "04.attention",
     "Write attention(Q, K, V) that returns (Z, A): A = softmax(Q K^T / sqrt(d_k)) and "
     "Z = A V, for Q of shape (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v), where "
     "'...' is any number of batch dimensions (none, or batch and heads).",
-    kind="implement",
-    solution=lambda: attention,
+    attention,
 )
 def _attention(fn: Any) -> str | None:
-    for Q, K, V in attention_inputs():
-        shapes = f"Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
-        result, hint = call_learner(fn, Q.clone(), K.clone(), V.clone())
-        if hint is not None:
-            return f"on {shapes}: {hint}"
-        if not (isinstance(result, tuple) and len(result) == 2):
-            return "return two tensors, (Z, A)"
-        Z, A = (torch.as_tensor(t, dtype=DT) for t in result)
-        want_Z, want_A = scaled_dot_product_attention(Q, K, V)
-        if Z.shape == want_A.shape and A.shape == want_Z.shape and A.shape != Z.shape:
-            return "return them in the order (Z, A): the outputs first, then the weights"
-        if A.shape != want_A.shape:
-            return (
-                f"on {shapes}, A should have shape {tuple(want_A.shape)}, yours has "
-                f"{tuple(A.shape)}"
-            )
-        if Z.shape != want_Z.shape:
-            return (
-                f"on {shapes}, Z should have shape {tuple(want_Z.shape)}, yours has "
-                f"{tuple(Z.shape)}: Z is the weighted sum of the values"
-            )
-        if torch.isnan(A).any() or torch.isnan(Z).any():
-            return f"on {shapes}, your A or Z holds NaN"
-        if not torch.allclose(A, want_A, atol=1e-6):
-            return _diagnose_weights(A, want_A, Q, K, shapes)
-        if not torch.allclose(Z, want_Z, atol=1e-6):
-            return (
-                f"A is right but Z is not on {shapes}, first at "
-                f"{_first_difference(Z, want_Z)}: Z is the weighted sum of the values"
-            )
-    return None
+    return compare(
+        fn,
+        ((f"on {shapes(Q=Q, K=K, V=V)}", (Q, K, V)) for Q, K, V in attention_inputs()),
+        scaled_dot_product_attention,
+        names=("Z", "A"),
+        order=("A", "Z"),
+        arrays=True,
+        about={"Z": "Z is the weighted sum of the values"},
+        diagnose=_diagnose_weights,
+        advice={"Z": "Z is the weighted sum of the values"},
+    )
 
 
 # ---- compute -----------------------------------------------------------------------------
@@ -316,8 +264,10 @@ think(
 )
 
 
-teaching_notes(
+notes(
     "04",
+    50,
+    "shift_keys attention tiny why_scale",
     goals=(
         "Compute Q = XW_Q, K = XW_K, V = XW_V and softmax(QK^T / sqrt(d_k)) V by hand on "
         "small cases, and give the shape of every matrix.",
@@ -336,6 +286,4 @@ teaching_notes(
         "The sqrt(d_k) keeps trained scores at variance 1 (it only does so at the start).",
         "A softmax over the wrong axis would raise an error (it runs silently on a square S).",
     ),
-    reading_minutes=50,
-    assign=("04.shift_keys", "04.attention", "04.tiny", "04.why_scale"),
 )

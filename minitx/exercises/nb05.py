@@ -16,7 +16,8 @@ from typing import Any
 import torch
 
 from minitx.attention import masked_softmax, scaled_dot_product_attention
-from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.exercises import call_learner, exercise, think
+from minitx.exercises.checks import compare, implement, notes, outputs, predict, shape_hint, shapes
 from minitx.masks import causal_mask, combine_masks, padding_mask
 
 DT = torch.float64
@@ -54,34 +55,17 @@ def change_first_outcome() -> str:
     return FIRST_CHOICES[outcomes[tuple(moved)]]
 
 
-def _picked(answer: Any, choices: dict[str, str]) -> str | None:
-    if not isinstance(answer, str):
-        return None
-    text = answer.strip().strip("()'\". ").lower()
-    if text in choices:
-        return choices[text]
-    return text if text in choices.values() else None
-
-
-@exercise(
+predict(
     "05.change_first",
     "Three tokens go through self-attention with a causal mask. Section 2 changed the last "
     "token and only the last output moved. Now change the FIRST token's embedding instead, "
-    "keeping the weights. Which outputs move? (a) only output 1; (b) outputs 1 and 2; (c) "
-    "all three outputs; (d) outputs 2 and 3. Answer with the letter.",
-    kind="predict",
-    solution=change_first_outcome,
+    "keeping the weights. Which outputs move?",
+    FIRST_CHOICES,
+    change_first_outcome,
+    "not what happens: for each output i, list the tokens its row of A may look "
+    "at, and ask whether token 1 is among them, as a key or as the query",
+    ask="Answer with the letter.",
 )
-def _change_first(answer: Any) -> str | None:
-    picked = _picked(answer, FIRST_CHOICES)
-    if picked is None:
-        return "answer with one letter: 'a', 'b', 'c' or 'd'"
-    if picked != change_first_outcome():
-        return (
-            "not what happens: for each output i, list the tokens its row of A may look "
-            "at, and ask whether token 1 is among them, as a key or as the query"
-        )
-    return None
 
 
 # ---- implement: masked_softmax ----------------------------------------------------------
@@ -121,62 +105,69 @@ def _where(index: torch.Tensor) -> str:
     return str(tuple(index.tolist()))
 
 
-@exercise(
+@implement(
     "05.masked_softmax",
     "Write my_masked_softmax(scores, mask): the softmax of scores over the last axis where "
     "mask (booleans of the same shape, True = may attend) is False gets weight exactly 0, "
     "and a row whose keys are all blocked comes out as all zeros, not NaN, with a finite "
     "gradient.",
-    kind="implement",
-    solution=lambda: reference_masked_softmax,
+    reference_masked_softmax,
 )
 def _masked_softmax(fn: Any) -> str | None:
     for scores, mask in masked_softmax_inputs():
-        shape = f"scores of shape {tuple(scores.shape)}"
+        where = f"on scores of shape {tuple(scores.shape)}"
+        expected = masked_softmax(scores, mask)
+        got, hint = outputs(fn, (scores, mask), where, ("your weights",))
+        hint = hint or shape_hint(got[0], expected, "your weights", where)
+        hint = hint or _weights_hint(got[0].to(DT), expected, mask, where)
+        if hint is not None:
+            return hint
+    return _gradient_hint(fn)
+
+
+def _weights_hint(
+    got: torch.Tensor, expected: torch.Tensor, mask: torch.Tensor, where: str
+) -> str | None:
+    """What is wrong with masked softmax weights of the right shape, or None."""
+    blocked_rows = ~mask.any(-1)
+    nan = torch.isnan(got)
+    if nan.any():
+        row = nan.any(-1).nonzero()[0]
+        if blocked_rows[tuple(row)]:
+            return (
+                f"NaN in row {_where(row)}, where every key is blocked: such a row "
+                "must come out as zeros"
+            )
+        return f"NaN in row {_where(row)} of your weights"
+    leaked = (got != 0) & ~mask
+    if leaked.any():
+        index = leaked.nonzero()[0]
+        if blocked_rows[tuple(index[:-1])]:
+            return (
+                f"row {_where(index[:-1])} has every key blocked, yet your weights "
+                "there are not 0: a fully blocked row must be all zeros"
+            )
+        return f"weight on a blocked key at {_where(index)}: blocked entries must be exactly 0"
+    if not torch.allclose(got, expected, atol=1e-6):
+        open_rows = ~blocked_rows
+        sums = got.sum(-1)
+        if not torch.allclose(sums[open_rows], torch.ones_like(sums[open_rows]), atol=1e-6):
+            return (
+                "rows with at least one allowed key must sum to 1; yours do not: "
+                "check the axis of the softmax"
+            )
+        index = ((got - expected).abs() > 1e-6).nonzero()[0]
+        return f"{where}, your weights differ from the expected ones first at {_where(index)}"
+    return None
+
+
+def _gradient_hint(fn: Any) -> str | None:
+    """Whether a finite gradient flows back to the scores, fully blocked rows included."""
+    for scores, mask in masked_softmax_inputs():
         leaf = scores.clone().requires_grad_(True)
         result, hint = call_learner(fn, leaf, mask.clone())
         if hint is not None:
-            return f"on {shape}: {hint}"
-        if not isinstance(result, torch.Tensor):
-            return f"return a tensor of weights, got a {type(result).__name__}"
-        expected = masked_softmax(scores, mask)
-        if result.shape != expected.shape:
-            return (
-                f"on {shape}, the weights should have shape {tuple(expected.shape)}, yours "
-                f"have {tuple(result.shape)}"
-            )
-        got = result.detach().to(DT)
-        blocked_rows = ~mask.any(-1)
-        nan = torch.isnan(got)
-        if nan.any():
-            row = nan.any(-1).nonzero()[0]
-            if blocked_rows[tuple(row)]:
-                return (
-                    f"NaN in row {_where(row)}, where every key is blocked: such a row "
-                    "must come out as zeros"
-                )
-            return f"NaN in row {_where(row)} of your weights"
-        leaked = (got != 0) & ~mask
-        if leaked.any():
-            where = leaked.nonzero()[0]
-            if blocked_rows[tuple(where[:-1])]:
-                return (
-                    f"row {_where(where[:-1])} has every key blocked, yet your weights "
-                    "there are not 0: a fully blocked row must be all zeros"
-                )
-            return f"weight on a blocked key at {_where(where)}: blocked entries must be exactly 0"
-        if not torch.allclose(got, expected, atol=1e-6):
-            open_rows = ~blocked_rows
-            sums = got.sum(-1)
-            if not torch.allclose(sums[open_rows], torch.ones_like(sums[open_rows]), atol=1e-6):
-                return (
-                    "rows with at least one allowed key must sum to 1; yours do not: "
-                    "check the axis of the softmax"
-                )
-            where = ((got - expected).abs() > 1e-6).nonzero()[0]
-            return (
-                f"on {shape}, your weights differ from the expected ones first at {_where(where)}"
-            )
+            return hint
         try:
             (result * torch.linspace(-1, 1, result.size(-1), dtype=result.dtype)).sum().backward()
         except RuntimeError as err:
@@ -219,7 +210,12 @@ def causal_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     ]
 
 
-def _causal_weights_hint(A: torch.Tensor, want: torch.Tensor, shapes: str) -> str:
+def _causal_weights_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
+    """What is wrong with causal weights A that differ from the expected ones (None: not A,
+    or no likely mistake found)."""
+    if name != "A":
+        return None
+    A = got["A"]
     T = A.size(-1)
     future = ~causal_mask(T)
     if (A[..., future].abs() > 1e-9).any():
@@ -230,52 +226,40 @@ def _causal_weights_hint(A: torch.Tensor, want: torch.Tensor, shapes: str) -> st
             )
         first = int((A[..., future].abs() > 1e-9).nonzero()[0][-1])  # among the future cells
         i, j = future.nonzero()[first].tolist()
-        return (
-            f"on {shapes}, query {i} puts weight on key {j}, which comes after it "
-            "(positions counted from 0)"
-        )
+        return f"query {i} puts weight on key {j}, which comes after it (positions counted from 0)"
     if T > 1 and (A.diagonal(dim1=-2, dim2=-1).abs() < 1e-12).all():
         return "every token may attend to itself: keep the diagonal"
     sums = A.sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
-        return f"on {shapes}, the rows of your A do not sum to 1"
-    where = ((A - want).abs() > 1e-6).nonzero()[0].tolist()
-    return (
-        f"on {shapes}, your A differs from the expected weights first at {tuple(where)}; "
-        "are the scores divided by sqrt(d_k)?"
-    )
+        return "the rows of your A do not sum to 1"
+    return None
 
 
-@exercise(
+def _causal_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor):
+    return scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)))
+
+
+@implement(
     "05.causal_attention",
     "Write my_causal_attention(Q, K, V) that returns (Z, A) for causal self-attention, "
     "without a Python loop over positions: Q and K of shape (..., T, d_k), V (..., T, d_v), "
     "A = softmax of the scaled scores with every key after its query blocked, Z = A V.",
-    kind="implement",
-    solution=lambda: reference_causal_attention,
+    reference_causal_attention,
 )
 def _causal_attention(fn: Any) -> str | None:
-    for Q, K, V in causal_inputs():
-        shapes = f"Q {tuple(Q.shape)}, K {tuple(K.shape)}, V {tuple(V.shape)}"
-        result, hint = call_learner(fn, Q.clone(), K.clone(), V.clone())
-        if hint is not None:
-            return f"on {shapes}: {hint}"
-        if not (isinstance(result, tuple) and len(result) == 2):
-            return "return two tensors, (Z, A)"
-        Z, A = (torch.as_tensor(t).detach().to(DT) for t in result)
-        want_Z, want_A = scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)))
-        if A.shape != want_A.shape or Z.shape != want_Z.shape:
-            return (
-                f"on {shapes}, expected Z of shape {tuple(want_Z.shape)} and A of shape "
-                f"{tuple(want_A.shape)}; yours are {tuple(Z.shape)} and {tuple(A.shape)}"
-            )
-        if torch.isnan(A).any() or torch.isnan(Z).any():
-            return f"on {shapes}, your A or Z holds NaN"
-        if not torch.allclose(A, want_A, atol=1e-6):
-            return _causal_weights_hint(A, want_A, shapes)
-        if not torch.allclose(Z, want_Z, atol=1e-6):
-            return f"A is right but Z is not on {shapes}: Z is the weighted sum of the values"
-    return None
+    return compare(
+        fn,
+        ((f"on {shapes(Q=Q, K=K, V=V)}", (Q, K, V)) for Q, K, V in causal_inputs()),
+        _causal_reference,
+        names=("Z", "A"),
+        order=("A", "Z"),
+        arrays=True,
+        diagnose=_causal_weights_hint,
+        advice={
+            "A": "are the scores divided by sqrt(d_k)?",
+            "Z": "Z is the weighted sum of the values",
+        },
+    )
 
 
 # ---- compute -----------------------------------------------------------------------------
@@ -340,8 +324,10 @@ think(
 )
 
 
-teaching_notes(
+notes(
     "05",
+    60,
+    "change_first masked_softmax combined spot_leak",
     goals=(
         "Build a causal mask, apply it to the scores before the softmax, and say which "
         "weights it forces to zero and which outputs it protects.",
@@ -360,6 +346,4 @@ teaching_notes(
         "Masking with -inf is always safe (a fully blocked row gives NaN, which spreads).",
         "True means the same thing in every PyTorch attention API.",
     ),
-    reading_minutes=60,
-    assign=("05.change_first", "05.masked_softmax", "05.combined", "05.spot_leak"),
 )

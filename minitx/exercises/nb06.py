@@ -16,7 +16,15 @@ import torch
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention, scaled_dot_product_attention
-from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.exercises import call_learner, think
+from minitx.exercises.checks import (
+    first_difference,
+    implement,
+    notes,
+    outputs,
+    predict,
+    shape_hint,
+)
 from minitx.masks import causal_mask, padding_mask
 from minitx.tasks.relations import RelationNet, RelationTask
 
@@ -46,104 +54,84 @@ def _setup(B: int, T: int, C: int, h: int, seed: int) -> tuple[MultiHeadAttentio
     return mha, x
 
 
-def _as_tensor(value: Any) -> Tensor | None:
-    if isinstance(value, Tensor):
-        return value.detach().double()
-    return None
-
-
-def _first_difference(got: Tensor, want: Tensor, axes: str) -> str:
-    index = tuple(int(i) for i in (~torch.isclose(got, want, atol=1e-9)).nonzero()[0])
+def _entry(got: Tensor, want: Tensor, axes: str) -> str:
+    index = first_difference(got, want, atol=1e-9, rtol=1e-5)
     return f"the first entry that differs is [{', '.join(map(str, index))}] ({axes})"
 
 
+def _result(answer: Any, args: tuple, want: Tensor, where: str, axes: str) -> tuple:
+    """The learner's tensor in float64 and None, or None and a hint: ``answer`` raised, or
+    returned something other than a tensor of ``want``'s shape, or NaN."""
+    got, hint = outputs(answer, args, where, ("the result",))
+    hint = hint or shape_hint(got[0], want, "the result", where, f"that is {axes}")
+    if hint is None and torch.isnan(got[0]).any():
+        hint = f"{where}, your result holds NaN"
+    return (None, hint) if hint else (got[0].double(), None)
+
+
+def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
+    want_out, want_w = mha(x, need_weights=True)  # the package's multi-head attention
+    q, k, v = mha.in_proj(x).split(x.size(-1), dim=-1)  # (B, T, C) each
+    got, hint = _result(answer, (q, h), split_heads(q, h), where, "(B, n_heads, T, d_k)")
+    if hint is not None:
+        return hint
+    heads = [call_learner(answer, t.clone(), h)[0] for t in (q, k, v)]
+    if not all(isinstance(t, Tensor) for t in heads):
+        return "return a tensor for every input"
+    z, w = scaled_dot_product_attention(*(t.double() for t in heads))
+    out = mha.out_proj(merge_heads(z))
+    if torch.allclose(w, want_w, atol=1e-9) and torch.allclose(out, want_out, atol=1e-9):
+        return None
+    return f"{where}, attention over your heads differs from the package's; " + _entry(
+        got, split_heads(q, h), "batch, head, position, feature"
+    )
+
+
+def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
+    want_out, _ = mha(x, need_weights=True)
+    q, k, v = (split_heads(t, h) for t in mha.in_proj(x).split(x.size(-1), dim=-1))
+    z, _ = scaled_dot_product_attention(q, k, v)  # (B, h, T, d_k)
+    got, hint = _result(answer, (z,), merge_heads(z), where, "(B, T, d_model)")
+    if hint is not None:
+        return hint
+    if torch.allclose(mha.out_proj(got), want_out, atol=1e-9):
+        return None
+    return f"{where}, W_O applied to your result differs from the package's output; " + _entry(
+        got, merge_heads(z), "batch, position, feature"
+    )
+
+
 def _check_heads_function(answer: Any, which: str) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
+    hint_of = _split_hint if which == "split" else _merge_hint
     for seed, (B, T, C, h) in enumerate(HEAD_CASES):
         mha, x = _setup(B, T, C, h, seed)
         with torch.no_grad():
-            want_out, want_w = mha(x, need_weights=True)  # the package's multi-head attention
-            q, k, v = mha.in_proj(x).split(C, dim=-1)  # (B, T, C) each
-            what = f"B={B}, T={T}, d_model={C}, n_heads={h}"
-            if which == "split":
-                got, error = call_learner(answer, q.clone(), h)
-                if error:
-                    return f"with {what}: {error}"
-                got = _as_tensor(got)
-                if got is None:
-                    return "return a tensor"
-                want_shape = (B, h, T, C // h)
-                if tuple(got.shape) != want_shape:
-                    return (
-                        f"with {what}, the result should be (B, n_heads, T, d_k), "
-                        f"got shape {tuple(got.shape)}"
-                    )
-                if torch.isnan(got).any():
-                    return f"with {what}, your result holds NaN"
-                heads = [call_learner(answer, t.clone(), h)[0] for t in (q, k, v)]
-                if not all(isinstance(t, Tensor) for t in heads):
-                    return "return a tensor for every input"
-                z, w = scaled_dot_product_attention(*(t.double() for t in heads))
-                out = mha.out_proj(merge_heads(z))
-                if not (
-                    torch.allclose(w, want_w, atol=1e-9)
-                    and torch.allclose(out, want_out, atol=1e-9)
-                ):
-                    return (
-                        f"with {what}, attention over your heads differs from the package's; "
-                        + _first_difference(
-                            got, split_heads(q, h), "batch, head, position, feature"
-                        )
-                    )
-            else:
-                z, _ = scaled_dot_product_attention(
-                    split_heads(q, h), split_heads(k, h), split_heads(v, h)
-                )  # (B, h, T, d_k)
-                got, error = call_learner(answer, z.clone())
-                if error:
-                    return f"with {what}: {error}"
-                got = _as_tensor(got)
-                if got is None:
-                    return "return a tensor"
-                if tuple(got.shape) != (B, T, C):
-                    return (
-                        f"with {what}, the result should be (B, T, d_model), got shape "
-                        f"{tuple(got.shape)}"
-                    )
-                if torch.isnan(got).any():
-                    return f"with {what}, your result holds NaN"
-                if not torch.allclose(mha.out_proj(got), want_out, atol=1e-9):
-                    return (
-                        f"with {what}, W_O applied to your result differs from the "
-                        "package's output; "
-                        + _first_difference(got, merge_heads(z), "batch, position, feature")
-                    )
+            hint = hint_of(answer, mha, x, h, f"with B={B}, T={T}, d_model={C}, n_heads={h}")
+        if hint is not None:
+            return hint
     return None
 
 
-@exercise(
+@implement(
     "06.split_heads",
     "Write split_heads(x, n_heads): it takes queries (or keys, or values) x of shape "
     "(B, T, d_model) and returns them cut into heads, shape (B, n_heads, T, d_k) with "
     "d_k = d_model // n_heads, head h holding features h*d_k to (h+1)*d_k - 1 of each "
     "position. The checker runs attention on your heads and compares with the package's "
     "MultiHeadAttention. Answer with the function.",
-    kind="implement",
-    solution=lambda: split_heads,
+    split_heads,
 )
 def _split_heads(answer: Any) -> str | None:
     return _check_heads_function(answer, "split")
 
 
-@exercise(
+@implement(
     "06.merge_heads",
     "Write merge_heads(z): it takes the per-head outputs z of shape (B, n_heads, T, d_k) and "
     "puts the heads side by side, shape (B, T, n_heads * d_k), head h in columns h*d_k to "
     "(h+1)*d_k - 1, ready for W_O. The checker applies the package's W_O to your result and "
     "compares with MultiHeadAttention's output. Answer with the function.",
-    kind="implement",
-    solution=lambda: merge_heads,
+    merge_heads,
 )
 def _merge_heads(answer: Any) -> str | None:
     return _check_heads_function(answer, "merge")
@@ -154,17 +142,14 @@ def to_torch(mask: Tensor) -> Tensor:
     return ~mask
 
 
-@exercise(
+@implement(
     "06.torch_mask",
     "minitx masks say True = may attend; nn.MultiheadAttention's attn_mask says True = "
     "blocked. Write a function to_torch(mask) that turns a minitx (T_q, T_k) boolean mask into "
     "an attn_mask PyTorch reads the same way. Answer with the function.",
-    kind="implement",
-    solution=lambda: to_torch,
+    to_torch,
 )
 def _torch_mask(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
     d_model, n_heads, T = 8, 2, 6
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(6)
@@ -240,37 +225,16 @@ def swap_truth() -> str:
     return "a" if same else "b"
 
 
-def _letter(answer: Any, choices: dict[str, str]) -> str | None:
-    if not isinstance(answer, str):
-        return None
-    letter = answer.strip().strip("().").strip().lower()
-    return letter if letter in choices else None
-
-
-@exercise(
+predict(
     "06.swap_heads",
     "Predict before you run it. In the trained relation model, heads 0 and 1 of layer 0 trade "
     "places: their rows of W_Q, W_K, W_V and their columns of W_O are swapped, nothing is "
-    "retrained. What happens? (a) "
-    + SWAP_CHOICES["a"]
-    + "; (b) "
-    + SWAP_CHOICES["b"]
-    + "; (c) "
-    + SWAP_CHOICES["c"]
-    + ". Answer with a letter.",
-    kind="predict",
-    solution=swap_truth,
+    "retrained. What happens?",
+    SWAP_CHOICES,
+    swap_truth,
+    "not what the experiment shows: follow one head's output from its rows of W_Q, "
+    "W_K, W_V to its columns of W_O, and ask whether its slot number is used anywhere",
 )
-def _swap_heads(answer: Any) -> str | None:
-    letter = _letter(answer, SWAP_CHOICES)
-    if letter is None:
-        return f"answer with one of the letters {', '.join(SWAP_CHOICES)}, got {answer!r:.40}"
-    if letter == swap_truth():
-        return None
-    return (
-        "not what the experiment shows: follow one head's output from its rows of W_Q, "
-        "W_K, W_V to its columns of W_O, and ask whether its slot number is used anywhere"
-    )
 
 
 think(
@@ -289,8 +253,10 @@ think(
 )
 
 
-teaching_notes(
+notes(
     "06",
+    60,
+    "split_heads merge_heads swap_heads why_heads",
     goals=(
         "Split d_model into h heads with view and transpose, attend per head, merge, and "
         "project with W_O; explain why the parameter count does not depend on h.",
@@ -306,6 +272,4 @@ teaching_notes(
         "A head's heatmap explains what the model decided.",
         "A head has a fixed role tied to its index.",
     ),
-    reading_minutes=60,
-    assign=("06.split_heads", "06.merge_heads", "06.swap_heads", "06.why_heads"),
 )

@@ -17,7 +17,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from minitx.exercises import call_learner, close, exercise, teaching_notes, think
+from minitx.exercises import close, exercise, think
+from minitx.exercises.checks import compare, first_difference, implement, notes, predict
 from minitx.masks import causal_mask
 from minitx.transformer import TransformerBlock, sinusoidal_positions
 
@@ -44,13 +45,6 @@ def _as_int(answer: Any) -> int | None:
     return answer
 
 
-def _letter(answer: Any, choices: dict[str, str]) -> str | None:
-    if not isinstance(answer, str):
-        return None
-    letter = answer.strip().strip("().").strip().lower()
-    return letter if letter in choices else None
-
-
 # ---- implement: the sinusoidal table -----------------------------------------------------
 
 
@@ -65,40 +59,36 @@ def sinusoidal(T: int, d: int) -> Tensor:
     return pe
 
 
-@exercise(
+def _pe_hint(name: str, got: dict, want: dict, args: tuple) -> str:
+    """The first entry of the table that differs, named PE(pos, col), and its value."""
+    table = got[name]
+    pos, col = first_difference(table, want[name], atol=1e-5)
+    kind = "a sine column" if col % 2 == 0 else "a cosine column"
+    return (
+        f"the first entry that differs is PE({pos}, {col}), {kind}: "
+        f"yours is {float(table[pos, col]):.4f}"
+    )
+
+
+@implement(
     "07.sinusoidal",
     "Write sinusoidal(T, d): the (T, d) table of sinusoidal position encodings for positions "
     "0 to T-1 and an even d, PE(pos, 2i) = sin(pos / 10000^(2i/d)) and PE(pos, 2i+1) = "
     "cos(pos / 10000^(2i/d)), as a tensor. The checker compares it with the package's table "
     "for several T and d, including T = 1. Answer with the function.",
-    kind="implement",
-    solution=lambda: sinusoidal,
+    sinusoidal,
 )
 def _sinusoidal(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
-    for T, d in PE_CASES:
-        got, error = call_learner(answer, T, d)
-        if error:
-            return f"with T={T}, d={d}: {error}"
-        try:
-            got = torch.as_tensor(got).double()
-        except (TypeError, ValueError, RuntimeError):
-            return f"return a tensor, got {type(got).__name__}"
-        if tuple(got.shape) != (T, d):
-            return f"with T={T}, d={d}, the table should have shape (T, d), got {tuple(got.shape)}"
-        if torch.isnan(got).any():
-            return f"with T={T}, d={d}, your table holds NaN"
-        want = sinusoidal_positions(T, d, dtype=torch.float64)
-        wrong = ~torch.isclose(got, want, atol=1e-5, rtol=0)
-        if wrong.any():
-            pos, col = (int(i) for i in wrong.nonzero()[0])
-            kind = "a sine column" if col % 2 == 0 else "a cosine column"
-            return (
-                f"with T={T}, d={d}, the first entry that differs is PE({pos}, {col}), "
-                f"{kind}: yours is {float(got[pos, col]):.4f}"
-            )
-    return None
+    return compare(
+        answer,
+        ((f"with T={T}, d={d}", (T, d)) for T, d in PE_CASES),
+        lambda T, d: sinusoidal_positions(T, d, dtype=torch.float64),
+        names=("your table",),
+        arrays=True,
+        atol=1e-5,
+        about={"your table": "that is (T, d)"},
+        diagnose=_pe_hint,
+    )
 
 
 # ---- predict: a model without positions --------------------------------------------------
@@ -113,32 +103,16 @@ NO_POSITION_CHOICES = {
 NO_POSITION_ANSWER = "c"
 
 
-@exercise(
+predict(
     "07.no_positions",
     "Predict before you run it. Notebook 06's relation model is trained again exactly as "
     "there, but with its position table set to zeros and frozen, so it receives no position "
-    "information at all. Its test accuracy on the previous-token question will be: (a) "
-    + NO_POSITION_CHOICES["a"]
-    + "; (b) "
-    + NO_POSITION_CHOICES["b"]
-    + "; (c) "
-    + NO_POSITION_CHOICES["c"]
-    + ". Answer with a letter.",
-    kind="predict",
-    solution=lambda: NO_POSITION_ANSWER,
+    "information at all. Its test accuracy on the previous-token question will be:",
+    NO_POSITION_CHOICES,
+    lambda: NO_POSITION_ANSWER,
+    "not what the experiment shows: without positions, what tells a query at t "
+    "which key stands at t-1, rather than anywhere else?",
 )
-def _no_positions(answer: Any) -> str | None:
-    letter = _letter(answer, NO_POSITION_CHOICES)
-    if letter is None:
-        return (
-            f"answer with one of the letters {', '.join(NO_POSITION_CHOICES)}, got {answer!r:.40}"
-        )
-    if letter == NO_POSITION_ANSWER:
-        return None
-    return (
-        "not what the experiment shows: without positions, what tells a query at t "
-        "which key stands at t-1, rather than anywhere else?"
-    )
 
 
 # ---- predict: how far do two sliding windows reach? ----------------------------------------
@@ -182,31 +156,17 @@ def window_truth() -> str:
     raise AssertionError(f"no choice for a reach of {reach}")
 
 
-@exercise(
+predict(
     "07.window_reach",
     "Predict before you run it. Two blocks are stacked, each attending only within a sliding "
     "window of w = 4 positions (a query sees itself and the 3 positions before it). The input "
     "has 12 tokens, positions 0 to 11. Changing token 0 moves the second block's outputs at "
-    "positions 0 up to: (a) "
-    + WINDOW_CHOICES["a"]
-    + "; (b) "
-    + WINDOW_CHOICES["b"]
-    + "; (c) "
-    + WINDOW_CHOICES["c"]
-    + ". Answer with a letter.",
-    kind="predict",
-    solution=window_truth,
+    "positions 0 up to:",
+    WINDOW_CHOICES,
+    window_truth,
+    "not what the experiment shows: follow token 0 through the first block, then ask "
+    "which queries of the second block can see the positions it reached",
 )
-def _window_reach(answer: Any) -> str | None:
-    letter = _letter(answer, WINDOW_CHOICES)
-    if letter is None:
-        return f"answer with one of the letters {', '.join(WINDOW_CHOICES)}, got {answer!r:.40}"
-    if letter == window_truth():
-        return None
-    return (
-        "not what the experiment shows: follow token 0 through the first block, then ask "
-        "which queries of the second block can see the positions it reached"
-    )
 
 
 # ---- compute ------------------------------------------------------------------------------
@@ -303,8 +263,10 @@ think(
 )
 
 
-teaching_notes(
+notes(
     "07",
+    70,
+    "sinusoidal no_positions window_reach long_context",
     goals=(
         "Show that attention without positions is permutation-equivariant, and add positions: "
         "sinusoidal (computed by hand), learned, and rotary (named).",
@@ -322,6 +284,4 @@ teaching_notes(
         "An RNN is cheaper because its operation count is O(n d^2).",
         "A model notices, or says, when something falls outside its context window.",
     ),
-    reading_minutes=70,
-    assign=("07.sinusoidal", "07.no_positions", "07.window_reach", "07.long_context"),
 )

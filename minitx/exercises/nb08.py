@@ -22,7 +22,7 @@ from minitx import sampling
 from minitx.analysis import estimate_loss, longest_verbatim_match
 from minitx.exercises import call_learner, exercise, teaching_notes, think
 
-TEMPERATURE_LOGITS = (3.0, 1.0, 0.0)
+TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
 TEMPERATURE = 2.0
 CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare.pt"
 CASE_LETTERS = "abcd"
@@ -176,9 +176,9 @@ def expected_temperature() -> float:
 
 @exercise(
     "08.temperature",
-    f"Next-token logits are {list(TEMPERATURE_LOGITS)}. With temperature {TEMPERATURE}, what "
-    "is the probability of token 0? Work it out by hand (a calculator for exp is fine) and "
-    "answer with a float (3 decimals are enough).",
+    "Next-token logits are [2 ln 6, 0, 0] (2 ln 6 is about 3.58). With temperature 2, what is "
+    "the probability of token 0? Work it out by hand: no calculator is needed. Answer with a "
+    "float (3 decimals are enough).",
     solution=expected_temperature,
 )
 def _temperature(answer: Any) -> str | None:
@@ -192,6 +192,8 @@ def _temperature(answer: Any) -> str | None:
     times = float(torch.softmax(logits * TEMPERATURE, -1)[0])
     if abs(answer - plain) < 1.5e-3:
         return "that is the probability at temperature 1: divide the logits by T first"
+    if abs(answer - 1.0) < 5e-4:
+        return "the tokens whose logit is 0 still count in the softmax: exp(0) = 1"
     if abs(answer - times) < 1.5e-3:
         return "you multiplied the logits by the temperature: divide them by it"
     if answer > plain:

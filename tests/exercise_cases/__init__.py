@@ -2,13 +2,18 @@
 
 Each ``nbNN.py`` here gives ``CASES`` (exercise name -> :class:`Case`) and ``VALUE_CHECKS``,
 functions that check the checkers' expected values against independent computations.
-Right and wrong answers are worked out by hand, independently of the package.
+Right and wrong answers are worked out by hand, independently of the package. A buggy
+learner function says which exercise it answers and the hint it must get with
+:func:`wrong`; :func:`wrong_answers` collects them for its exercise's :class:`Case`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+Answer = tuple[Any, str | None]
 
 
 @dataclass(frozen=True)
@@ -17,6 +22,25 @@ class Case:
     it must get (or None); strings no hint may contain; answers the checker cannot read."""
 
     right: tuple[Any, ...]
-    wrong: tuple[tuple[Any, str | None], ...]
+    wrong: tuple[Answer, ...]
     never: tuple[str, ...] = ()
     unreadable: tuple[Any, ...] = ()
+
+
+_WRONG: dict[str, list[Answer]] = {}
+
+
+def wrong(name: str, hint: str | None) -> Callable[[Callable], Callable]:
+    """Record the decorated function as a wrong answer to exercise ``name`` whose hint must
+    contain ``hint`` (None: any hint)."""
+
+    def record(fn: Callable) -> Callable:
+        _WRONG.setdefault(name, []).append((fn, hint))
+        return fn
+
+    return record
+
+
+def wrong_answers(name: str, *more: Answer) -> tuple[Answer, ...]:
+    """The wrong answers recorded for ``name`` with :func:`wrong`, then ``more``."""
+    return (*_WRONG.get(name, ()), *more)

@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, wrong, wrong_answers
 from minitx.exercises import nb01
 
 # ---- learner functions for 01.pad_and_mask, written by hand ---------------------------------
@@ -30,21 +30,25 @@ def pad_right_loops(seqs, pad_id):
     return ids, mask
 
 
+@wrong("01.pad_and_mask", "same id as the padding")
 def mask_from_ids(seqs, pad_id):  # wrong when a real token has the padding's id
     ids, _ = pad_right(seqs, pad_id)
     return ids, ids != pad_id
 
 
+@wrong("01.pad_and_mask", "the mask calls row 0, position 0 padding")
 def mask_inverted(seqs, pad_id):  # True on padding
     ids, mask = pad_right(seqs, pad_id)
     return ids, ~mask
 
 
+@wrong("01.pad_and_mask", "bool")
 def mask_as_ints(seqs, pad_id):
     ids, mask = pad_right(seqs, pad_id)
     return ids, mask.long()
 
 
+@wrong("01.pad_and_mask", "ids differs from the padded batch first at row 0, position 0")
 def pad_on_the_left(seqs, pad_id):
     T = max(len(s) for s in seqs)
     ids = torch.tensor([[pad_id] * (T - len(s)) + list(s) for s in seqs], dtype=torch.long)
@@ -52,16 +56,19 @@ def pad_on_the_left(seqs, pad_id):
     return ids, mask
 
 
+@wrong("01.pad_and_mask", "shape")
 def one_slot_too_many(seqs, pad_id):
     T = max(len(s) for s in seqs) + 1
     ids = torch.tensor([list(s) + [pad_id] * (T - len(s)) for s in seqs], dtype=torch.long)
     return ids, ids != pad_id
 
 
+@wrong("01.pad_and_mask", "tuple (ids, mask)")
 def only_ids(seqs, pad_id):
     return pad_right(seqs, pad_id)[0]
 
 
+@wrong("01.pad_and_mask", "raised IndexError")
 def crashes_on_empty(seqs, pad_id):
     if min(len(s) for s in seqs) == 0:
         raise IndexError("list index out of range")
@@ -73,26 +80,16 @@ CASES: dict[str, Case] = {
     # speeches have longer longest speeches: more padding.
     "01.batch_size": Case(
         right=("(c)", "C"),
-        wrong=(("(a)", "longest"), ("(b)", "longest")),
-        unreadable=("d", 3),
+        wrong=(("(a)", "longest"), ("(b)", "longest"), ("d", "one letter"), (3, "one letter")),
     ),
     # mean over the same three vectors, in any order, is the same mean
     "01.average_order": Case(
         right=("(a)", "A)"),
-        wrong=(("(b)", "mean"),),
-        unreadable=("c", ["a"]),
+        wrong=(("(b)", "mean"), ("c", "one letter"), (["a"], "one letter")),
     ),
     "01.pad_and_mask": Case(
         right=(pad_right, pad_right_loops),
-        wrong=(
-            (mask_from_ids, "same id as the padding"),
-            (mask_inverted, "the mask calls row 0, position 0 padding"),
-            (mask_as_ints, "bool"),
-            (pad_on_the_left, "ids differ first at row 0, position 0"),
-            (one_slot_too_many, "shape"),
-            (only_ids, "tuple (ids, mask)"),
-            (crashes_on_empty, "raised IndexError"),
-        ),
+        wrong=wrong_answers("01.pad_and_mask"),
     ),
     "01.truncation": Case(
         right=((6, 2),),  # kept 3,5,5,1 of 4 x 5 slots; 7 loses 2

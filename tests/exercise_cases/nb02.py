@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, wrong, wrong_answers
 from minitx.exercises import nb02
 
 # ---- learner functions for 02.lstm_step, written by hand ------------------------------------
@@ -40,11 +40,13 @@ def step_by_units(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     return h_new, c_new
 
 
+@wrong("02.lstm_step", "wrong order")
 def swapped(x, h, c, *weights):
     h_new, c_new = step_by_slices(x, h, c, *weights)
     return c_new, h_new
 
 
+@wrong("02.lstm_step", "c_new is right but h_new differs first at batch row 0")
 def no_tanh_on_c(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     _, c_new = step_by_slices(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)
     H = h.shape[1]
@@ -52,25 +54,30 @@ def no_tanh_on_c(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     return o * c_new, c_new
 
 
+@wrong("02.lstm_step", "c_new differs from the package's LSTMCell first at batch row 0")
 def gates_ifog(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):  # wrong gate order
     i, f, o, g = (x @ weight_ih.t() + h @ weight_hh.t() + bias_ih + bias_hh).chunk(4, 1)
     c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c_new), c_new
 
 
+@wrong("02.lstm_step", "c_new differs")
 def without_bias_hh(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     return step_by_slices(x, h, c, weight_ih, weight_hh, bias_ih, torch.zeros_like(bias_hh))
 
 
+@wrong("02.lstm_step", "shape")
 def squeezed(x, h, c, *weights):  # drops the batch dimension when B = 1
     h_new, c_new = step_by_slices(x, h, c, *weights)
     return h_new.squeeze(), c_new.squeeze()
 
 
+@wrong("02.lstm_step", "raised RuntimeError")
 def untransposed(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     return step_by_slices(x, h, c, weight_ih.t(), weight_hh.t(), bias_ih, bias_hh)
 
 
+@wrong("02.lstm_step", "NaN")
 def nan_on_the_cell(x, h, c, *weights):
     h_new, c_new = step_by_slices(x, h, c, *weights)
     return h_new, c_new * torch.log(-torch.ones_like(c_new))
@@ -80,26 +87,21 @@ CASES: dict[str, Case] = {
     # default init: W_hh ~ U(-1/sqrt(H), 1/sqrt(H)), spectral radius ~ 1/sqrt(3) for any H
     "02.hidden_size": Case(
         right=("(b)", "B"),
-        wrong=(("(a)", "sqrt(H)"), ("(c)", "sqrt(H)")),
-        unreadable=("d", 2),
+        wrong=(("(a)", "sqrt(H)"), ("(c)", "sqrt(H)"), ("d", "one letter"), (2, "one letter")),
     ),
     # 2 layers x (5 - 1) = 8 = 4 layers x (3 - 1): both see 9 positions
     "02.cnn_reach": Case(
         right=("(c)", "C)"),
-        wrong=(("(a)", "layer by layer"), ("(b)", "layer by layer")),
-        unreadable=("e", 3.5),
+        wrong=(
+            ("(a)", "layer by layer"),
+            ("(b)", "layer by layer"),
+            ("e", "one letter"),
+            (3.5, "one letter"),
+        ),
     ),
     "02.lstm_step": Case(
         right=(step_by_slices, step_by_units),
-        wrong=(
-            (swapped, "wrong order"),
-            (no_tanh_on_c, "c_new is right but h_new differs first at batch row 0"),
-            (gates_ifog, "c_new differs from the package's LSTMCell first at batch row 0"),
-            (without_bias_hh, "c_new differs"),
-            (squeezed, "shape"),
-            (untransposed, "raised RuntimeError"),
-            (nan_on_the_cell, "NaN"),
-        ),
+        wrong=wrong_answers("02.lstm_step"),
     ),
     "02.lstm_params": Case(
         right=(4 * (20 * 10 + 20 * 20 + 20 + 20),),  # 2560

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, wrong, wrong_answers
 from minitx.exercises import nb04
 
 RIGHT_SHAPES = {
@@ -32,41 +32,49 @@ def attention_einsum(Q, K, V):
     return torch.einsum("...qk,...kv->...qv", A, V), A
 
 
+@wrong("04.attention", "did not scale")
 def no_scale(Q, K, V):
     A = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
     return A @ V, A
 
 
+@wrong("04.attention", "divided the scores by d_k")
 def scale_by_d_k(Q, K, V):
     A = torch.softmax(Q @ K.transpose(-2, -1) / Q.size(-1), dim=-1)
     return A @ V, A
 
 
+@wrong("04.attention", "softmax's axis")
 def softmax_over_queries(Q, K, V):
     A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)), dim=-2)
     return A @ V, A
 
 
+@wrong("04.attention", "raised")
 def two_dimensional_only(Q, K, V):
     A = torch.softmax(Q @ K.t() / math.sqrt(Q.size(-1)), dim=-1)  # K.t() is for 2-D only
     return A @ V, A
 
 
+@wrong("04.attention", "order (Z, A)")
 def weights_first(Q, K, V):
     Z, A = attention_by_hand(Q, K, V)
     return A, Z
 
 
+@wrong("04.attention", "weighted sum of the values")
 def keys_instead_of_values(Q, K, V):
     _, A = attention_by_hand(Q, K, V)
     return A @ K, A
 
 
+@wrong("04.attention", "A is right but Z differs")
 def values_in_reverse(Q, K, V):
     _, A = attention_by_hand(Q, K, V)
     return A @ V.flip(-2), A
 
 
+@wrong("04.attention", "two tensors")
 def only_outputs(Q, K, V):
     return attention_by_hand(Q, K, V)[0]
 
@@ -93,15 +101,8 @@ CASES: dict[str, Case] = {
     ),
     "04.attention": Case(
         right=(attention_by_hand, attention_einsum),
-        wrong=(
-            (no_scale, "did not scale"),
-            (scale_by_d_k, "divided the scores by d_k"),
-            (softmax_over_queries, "softmax's axis"),
-            (two_dimensional_only, "raised"),
-            (weights_first, "order (Z, A)"),
-            (keys_instead_of_values, "weighted sum of the values"),
-            (values_in_reverse, "A is right but Z is not"),
-            (only_outputs, "two tensors"),
+        wrong=wrong_answers(
+            "04.attention",
             ("attention", "expected a function"),
         ),
     ),

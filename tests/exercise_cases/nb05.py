@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, wrong, wrong_answers
 from minitx.exercises import nb05
 
 # ---- learner functions for 05.masked_softmax -----------------------------------------------
@@ -27,32 +27,43 @@ def exp_by_hand(scores, mask):
     return e / torch.where(total > 0, total, torch.ones_like(total))
 
 
+@wrong("05.masked_softmax", "NaN in row (0, 1), where every key is blocked")
 def plain_softmax_with_minus_inf(scores, mask):
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
 
 
+@wrong("05.masked_softmax", "blocked entries must be exactly 0")
 def forgets_the_mask(scores, mask):
     return torch.softmax(scores, dim=-1)
 
 
+@wrong("05.masked_softmax", "must be all zeros")
 def big_negative_not_multiplied(scores, mask):
     """A fully blocked row becomes uniform instead of zeros."""
     return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
 
 
+@wrong("05.masked_softmax", "gradient")
 def adds_minus_inf_then_zeroes_nan(scores, mask):
     """Right weights, but the -inf is added, so the gradient of a blocked row is NaN."""
     additive = torch.zeros_like(scores).masked_fill(~mask, float("-inf"))
     return torch.softmax(scores + additive, dim=-1).nan_to_num(0.0)
 
 
+@wrong("05.masked_softmax", "axis")
 def softmax_over_queries(scores, mask):
     weights = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-2)
     return weights * mask
 
 
+@wrong("05.masked_softmax", "return a tensor")
 def returns_numpy(scores, mask):
     return softmax_then_zero_nan(scores, mask).detach().numpy()
+
+
+@wrong("05.masked_softmax", "shape")
+def drops_the_last_key(scores, mask):
+    return scores[..., :-1]
 
 
 # ---- learner functions for 05.causal_attention ---------------------------------------------
@@ -75,11 +86,13 @@ def causal_with_triu_offset(Q, K, V):
     return A @ V, A
 
 
+@wrong("05.causal_attention", "query 0 puts weight on key 1")
 def no_mask(Q, K, V):
     A = torch.softmax(Q @ K.mT / math.sqrt(Q.size(-1)), -1)
     return A @ V, A
 
 
+@wrong("05.causal_attention", "wrong triangle")
 def wrong_triangle(Q, K, V):
     T = Q.size(-2)
     allowed = torch.ones(T, T, dtype=torch.bool).triu()
@@ -87,6 +100,7 @@ def wrong_triangle(Q, K, V):
     return A @ V, A
 
 
+@wrong("05.causal_attention", "attend to itself")
 def blocks_the_diagonal(Q, K, V):
     T = Q.size(-2)
     allowed = torch.ones(T, T, dtype=torch.bool).tril(-1)
@@ -94,6 +108,7 @@ def blocks_the_diagonal(Q, K, V):
     return A @ V, A
 
 
+@wrong("05.causal_attention", "sqrt(d_k)")
 def unscaled_causal(Q, K, V):
     T = Q.size(-2)
     allowed = torch.ones(T, T, dtype=torch.bool).tril()
@@ -101,12 +116,14 @@ def unscaled_causal(Q, K, V):
     return A @ V, A
 
 
+@wrong("05.causal_attention", "do not sum to 1")
 def zeroes_after_softmax(Q, K, V):
     """Masks the weights after the softmax: rows no longer sum to 1."""
     A = torch.softmax(Q @ K.mT / math.sqrt(Q.size(-1)), -1).tril()
     return A @ V, A
 
 
+@wrong("05.causal_attention", "weighted sum of the values")
 def outputs_from_queries(Q, K, V):
     """Right weights, but blends the queries instead of the values."""
     _, A = causal_by_hand(Q, K, V)
@@ -125,6 +142,11 @@ def loop_over_positions(Q, K, V):
     return torch.cat(rows_Z, -2), torch.cat(rows_A, -2)
 
 
+@wrong("05.causal_attention", "two tensors")
+def only_weights(Q, K, V):
+    return causal_by_hand(Q, K, V)[1]
+
+
 CASES: dict[str, Case] = {
     "05.change_first": Case(
         right=("(c)", " C ", "all three outputs"),
@@ -139,27 +161,11 @@ CASES: dict[str, Case] = {
     ),
     "05.masked_softmax": Case(
         right=(softmax_then_zero_nan, exp_by_hand),
-        wrong=(
-            (plain_softmax_with_minus_inf, "NaN in row (0, 1), where every key is blocked"),
-            (forgets_the_mask, "blocked entries must be exactly 0"),
-            (big_negative_not_multiplied, "must be all zeros"),
-            (adds_minus_inf_then_zeroes_nan, "gradient"),
-            (softmax_over_queries, "axis"),
-            (returns_numpy, "return a tensor"),
-            (lambda scores, mask: scores[..., :-1], "shape"),
-        ),
+        wrong=wrong_answers("05.masked_softmax"),
     ),
     "05.causal_attention": Case(
         right=(causal_by_hand, causal_with_triu_offset, loop_over_positions),
-        wrong=(
-            (no_mask, "query 0 puts weight on key 1"),
-            (wrong_triangle, "wrong triangle"),
-            (blocks_the_diagonal, "attend to itself"),
-            (unscaled_causal, "sqrt(d_k)"),
-            (zeroes_after_softmax, "do not sum to 1"),
-            (outputs_from_queries, "weighted sum of the values"),
-            (lambda Q, K, V: causal_by_hand(Q, K, V)[1], "two tensors"),
-        ),
+        wrong=wrong_answers("05.causal_attention"),
     ),
     "05.combined": Case(
         right=(38, 38.0),

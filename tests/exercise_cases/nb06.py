@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, wrong, wrong_answers
 from minitx.attention import MultiHeadAttention
 from minitx.exercises.nb06 import merge_heads, split_heads, swap_heads, swap_truth
 from minitx.tasks.relations import RelationNet, RelationTask
@@ -23,21 +23,25 @@ def split_by_chunks(x, n_heads):
     return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
 
 
+@wrong("06.split_heads", "that is (B, n_heads, T, d_k)")
 def split_without_transpose(x, n_heads):
     B, T, C = x.shape
     return x.view(B, T, n_heads, C // n_heads)  # (B, T, h, d_k): axes in the wrong order
 
 
+@wrong("06.split_heads", "first entry that differs")
 def split_by_view_only(x, n_heads):
     B, T, C = x.shape
     return x.view(B, n_heads, T, C // n_heads)  # the right shape, positions and features mixed
 
 
+@wrong("06.split_heads", "differs from the package's")
 def split_interleaved(x, n_heads):
     B, T, C = x.shape
     return x.view(B, T, C // n_heads, n_heads).permute(0, 3, 1, 2)  # feature c to head c % h
 
 
+@wrong("06.split_heads", "raised IndexError")
 def split_with_a_typo(x, n_heads):
     return x.view(x.size(0), x.size(1), n_heads, x.size(3))
 
@@ -54,18 +58,26 @@ def merge_by_cat(z):
     return torch.cat(z.unbind(dim=1), dim=-1)
 
 
+@wrong("06.merge_heads", "first entry that differs")
 def merge_without_transpose(z):
     B, h, T, d = z.shape
     return z.reshape(B, T, h * d)  # the right shape, heads and positions mixed
 
 
+@wrong("06.merge_heads", "raised RuntimeError")
 def merge_view_of_transposed(z):
     B, h, T, d = z.shape
     return z.transpose(1, 2).view(B, T, h * d)  # view of a non-contiguous tensor
 
 
+@wrong("06.merge_heads", "that is (B, T, d_model)")
 def merge_keeps_four_axes(z):
     return z.transpose(1, 2)
+
+
+@wrong("06.merge_heads", "return a tensor")
+def merge_to_a_word(z):
+    return "heads"
 
 
 def negate(mask):
@@ -80,22 +92,28 @@ def to_float_mask(mask):
     return torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
 
 
+@wrong("06.torch_mask", "unchanged")
 def unchanged(mask):
     return mask
 
 
+@wrong("06.torch_mask", "same keys")
 def as_float(mask):
     return mask.float()
 
 
+@wrong("06.torch_mask", "same keys")
 def negate_transposed(mask):
     return ~mask.T
 
 
+@wrong("06.torch_mask", "same shape")
 def negate_first_two_rows(mask):
     return ~mask[:2]
 
 
+@wrong("06.split_heads", "ZeroDivisionError")
+@wrong("06.torch_mask", "ZeroDivisionError")
 def divide_by_zero(*args):
     return 1 / 0
 
@@ -103,37 +121,17 @@ def divide_by_zero(*args):
 CASES: dict[str, Case] = {
     "06.split_heads": Case(
         right=(split_by_reshape, split_by_chunks),
-        wrong=(
-            (split_without_transpose, "should be (B, n_heads, T, d_k)"),
-            (split_by_view_only, "first entry that differs"),
-            (split_interleaved, "differs from the package's"),
-            (split_with_a_typo, "raised IndexError"),
-            (divide_by_zero, "ZeroDivisionError"),
-            ("x.view(B, T, h, d)", "function"),
-        ),
+        wrong=wrong_answers("06.split_heads", ("x.view(B, T, h, d)", "function")),
         never=("transpose(1, 2)", "permute"),
     ),
     "06.merge_heads": Case(
         right=(merge_by_reshape, merge_by_cat),
-        wrong=(
-            (merge_without_transpose, "first entry that differs"),
-            (merge_view_of_transposed, "raised RuntimeError"),
-            (merge_keeps_four_axes, "should be (B, T, d_model)"),
-            (lambda z: "heads", "return a tensor"),
-            (42, "function"),
-        ),
+        wrong=wrong_answers("06.merge_heads", (42, "function")),
         never=("transpose(1, 2)",),
     ),
     "06.torch_mask": Case(
         right=(negate, logical_not, to_float_mask),
-        wrong=(
-            (unchanged, "unchanged"),
-            (as_float, "same keys"),
-            (negate_transposed, "same keys"),
-            (divide_by_zero, "ZeroDivisionError"),
-            (negate_first_two_rows, "same shape"),
-            ("~mask", "function"),
-        ),
+        wrong=wrong_answers("06.torch_mask", ("~mask", "function")),
     ),
     "06.swap_heads": Case(
         right=("(a)", "A."),

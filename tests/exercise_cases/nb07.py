@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, wrong, wrong_answers
 from minitx.exercises.nb07 import (
     expected_block_params,
     expected_initial_loss,
@@ -40,10 +40,12 @@ def table_in_numpy_float32(T, d):
     return pe
 
 
+@wrong("07.sinusoidal", "PE(0, 0), a sine column: yours is 1.0000")
 def sin_and_cos_swapped(T, d):
     return table_with_loops(T, d)[:, [c + 1 if c % 2 == 0 else c - 1 for c in range(d)]]
 
 
+@wrong("07.sinusoidal", "PE(1, 1), a cosine column")
 def exponent_uses_the_column(T, d):
     pos = torch.arange(T, dtype=torch.float64)[:, None]
     col = torch.arange(d, dtype=torch.float64)
@@ -51,14 +53,17 @@ def exponent_uses_the_column(T, d):
     return torch.where(col.long() % 2 == 0, torch.sin(angle), torch.cos(angle))
 
 
+@wrong("07.sinusoidal", "PE(0, 0)")
 def positions_from_one(T, d):
     return table_with_loops(T + 1, d)[1:]
 
 
+@wrong("07.sinusoidal", "that is (T, d)")
 def transposed(T, d):
     return table_with_loops(T, d).T
 
 
+@wrong("07.sinusoidal", "PE(1, 0)")
 def degrees(T, d):
     pe = torch.zeros(T, d, dtype=torch.float64)
     for pos in range(T):
@@ -68,10 +73,12 @@ def degrees(T, d):
     return pe
 
 
+@wrong("07.sinusoidal", "NaN")
 def log_of_zero(T, d):
     return torch.log(torch.zeros(T, d)) * 0  # NaN everywhere
 
 
+@wrong("07.sinusoidal", "with T=1, d=2: your function raised IndexError")
 def crashes_on_a_single_position(T, d):
     return table_with_loops(T, d)[torch.arange(T) + (T == 1)]  # row 1 when T = 1
 
@@ -79,14 +86,8 @@ def crashes_on_a_single_position(T, d):
 CASES: dict[str, Case] = {
     "07.sinusoidal": Case(
         right=(table_with_loops, table_in_numpy_float32),
-        wrong=(
-            (sin_and_cos_swapped, "PE(0, 0), a sine column: yours is 1.0000"),
-            (exponent_uses_the_column, "PE(1, 1), a cosine column"),
-            (positions_from_one, "PE(0, 0)"),
-            (degrees, "PE(1, 0)"),
-            (transposed, "should have shape (T, d)"),
-            (log_of_zero, "NaN"),
-            (crashes_on_a_single_position, "with T=1, d=2: your function raised IndexError"),
+        wrong=wrong_answers(
+            "07.sinusoidal",
             ("sin(pos / 10000 ** (2 * i / d))", "function"),
         ),
         never=("10000 ** (2", "column // 2"),

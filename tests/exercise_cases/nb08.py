@@ -148,17 +148,18 @@ CASES: dict[str, Case] = {
             (0.8, "a function"),
         ),
     ),
-    # (3, 1, 0) / 2 = (1.5, 0.5, 0): e^1.5 / (e^1.5 + e^0.5 + 1) = 4.4817 / 7.1304 = 0.6285;
-    # at temperature 1, e^3 / (e^3 + e + 1) = 0.8438; multiplied by 2, e^6 / (e^6 + e^2 + 1)
-    # = 0.9797; the first two tokens alone, e^1.5 / (e^1.5 + e^0.5) = 0.7311
+    # (2 ln 6, 0, 0) / 2 = (ln 6, 0, 0): 6 / (6 + 1 + 1) = 0.75; at temperature 1,
+    # 36 / 38 = 0.947; multiplied by 2, 6^4 / (6^4 + 2) = 0.998; leaving out the zeros' exp(0) = 1
+    # terms, 6 / 6 = 1
     "08.temperature": Case(
-        right=(0.629, 0.6285, 0.63),
+        right=(0.75, 0.7501, 6 / 8),
         wrong=(
-            (0.844, "temperature 1"),
-            (0.98, "multiplied"),
-            (0.731, "divide every logit"),
-            (0.9, "less likely, not more"),
-            ("0.629", "answer with a float"),
+            (0.947, "temperature 1"),
+            (0.998, "multiplied"),
+            (0.6, "divide every logit"),
+            (1.0, "exp(0) = 1"),
+            (0.99, "less likely, not more"),
+            ("0.75", "answer with a float"),
         ),
     ),
     # capitals: 'A' and 'a' are different ids, and runs of capitals in the corpus are the
@@ -193,8 +194,7 @@ CASES: dict[str, Case] = {
 def temperature_by_hand():
     from minitx.exercises import nb08
 
-    e = [math.exp(1.5), math.exp(0.5), 1.0]
-    assert nb08.expected_temperature() == round(e[0] / sum(e), 3)
+    assert nb08.expected_temperature() == 6 / (6 + 1 + 1)
 
 
 def top_p_cases_by_hand():
