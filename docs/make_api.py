@@ -52,7 +52,10 @@ GROUPS = [
     ),
     ("The encoder-decoder transformer (09)", ["minitx.encoder_decoder"]),
     ("Pictures (every notebook)", ["minitx.viz", "minitx.heatmap", "minitx.arrays"]),
-    ("Exercises and the teacher's tools", ["minitx.exercises", "minitx.exercises.teacher"]),
+    (
+        "Exercises and the teacher's tools",
+        ["minitx.exercises", "minitx.exercises.checks", "minitx.exercises.teacher"],
+    ),
 ]
 sys.path.insert(0, str(ROOT / "tests"))
 from test_api_doc import public_names  # noqa: E402  (the same rule the test applies)

@@ -6,7 +6,7 @@
   on a list of cases against a reference, returning the first hint; it is made of
   :func:`outputs` (the function runs and returns the right number of tensors),
   :func:`shape_hint` and :func:`first_difference`, which a checker with its own way of
-  judging the values uses directly;
+  judging the values uses directly; :func:`compare_attention` checks ``attention(Q, K, V)``;
 * :func:`notes` records a notebook's teaching notes, naming its assigned exercises short.
 """
 
@@ -54,7 +54,8 @@ def predict(
     """Register the prediction ``name``: ``question``, then the ``choices`` as "(a) ...;
     (b) ..." and ``ask`` (``whole=True``: ``question`` is the whole prompt, for a notebook
     that words its choices another way). ``truth()`` gives the right letter, or the right
-    choice's words, and is the solution; a wrong choice gets ``hint``."""
+    choice's words, and is the solution; a wrong choice gets ``hint``, an answer that names
+    no choice is asked for one letter."""
     prompt = question
     if not whole:
         options = "; ".join(f"({key}) {words}" for key, words in choices.items())
@@ -225,14 +226,46 @@ def compare(
                 continue
             hint = diagnose(n, got, want, args) if diagnose else None
             if hint is None:
-                hint = f"{n} differs from {expected} first at {at(index, axes)}"
-                if right:
-                    hint = f"{' and '.join(right)} {'is' if len(right) == 1 else 'are'} right "
-                    hint += f"but {n} differs first at {at(index, axes)}"
-                if n in advice:
-                    hint += f": {advice[n]}"
+                hint = _differs(n, right, expected, at(index, axes), advice.get(n))
             return f"{where}, {hint}"
     return None
+
+
+def _differs(name: str, right: list[str], expected: str, position: str, advice: str | None) -> str:
+    """The hint for output ``name`` differing first at ``position``, the outputs ``right``
+    having passed before it."""
+    if right:
+        verb = "is" if len(right) == 1 else "are"
+        hint = f"{' and '.join(right)} {verb} right but {name} differs first at {position}"
+    else:
+        hint = f"{name} differs from {expected} first at {position}"
+    return f"{hint}: {advice}" if advice else hint
+
+
+def compare_attention(
+    fn: Any,
+    inputs: Iterable[tuple[Tensor, Tensor, Tensor]],
+    reference: Callable[..., tuple[Tensor, Tensor]],
+    *,
+    diagnose: Callable[[str, dict[str, Tensor], dict[str, Tensor], tuple], str | None]
+    | None = None,
+    advice: str | None = None,
+) -> str | None:
+    """:func:`compare` for a learner's attention ``fn(Q, K, V) -> (Z, A)`` on each
+    ``(Q, K, V)`` of ``inputs``: the weights A are judged first (``diagnose``, ``advice``:
+    what a wrong A may come from), then Z, the weighted sum of the values."""
+    values = "Z is the weighted sum of the values"
+    return compare(
+        fn,
+        ((f"on {shapes(Q=Q, K=K, V=V)}", (Q, K, V)) for Q, K, V in inputs),
+        reference,
+        names=("Z", "A"),
+        order=("A", "Z"),
+        arrays=True,
+        about={"Z": values},
+        diagnose=diagnose,
+        advice={"Z": values, **({"A": advice} if advice else {})},
+    )
 
 
 def _swapped(got: list[Tensor], want: list[Tensor], atol: float, rtol: float) -> bool:

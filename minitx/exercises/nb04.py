@@ -15,7 +15,7 @@ import torch
 
 from minitx.attention import scaled_dot_product_attention
 from minitx.exercises import close, exercise, think
-from minitx.exercises.checks import compare, implement, notes, predict, shapes
+from minitx.exercises.checks import compare_attention, implement, notes, predict
 from minitx.word_attention import embed_tokens, random_projections
 
 DT = torch.float64
@@ -190,16 +190,8 @@ def _diagnose_weights(name: str, got: dict, want: dict, args: tuple) -> str | No
     attention,
 )
 def _attention(fn: Any) -> str | None:
-    return compare(
-        fn,
-        ((f"on {shapes(Q=Q, K=K, V=V)}", (Q, K, V)) for Q, K, V in attention_inputs()),
-        scaled_dot_product_attention,
-        names=("Z", "A"),
-        order=("A", "Z"),
-        arrays=True,
-        about={"Z": "Z is the weighted sum of the values"},
-        diagnose=_diagnose_weights,
-        advice={"Z": "Z is the weighted sum of the values"},
+    return compare_attention(
+        fn, attention_inputs(), scaled_dot_product_attention, diagnose=_diagnose_weights
     )
 
 

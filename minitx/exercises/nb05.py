@@ -17,7 +17,14 @@ import torch
 
 from minitx.attention import masked_softmax, scaled_dot_product_attention
 from minitx.exercises import call_learner, exercise, think
-from minitx.exercises.checks import compare, implement, notes, outputs, predict, shape_hint, shapes
+from minitx.exercises.checks import (
+    compare_attention,
+    implement,
+    notes,
+    outputs,
+    predict,
+    shape_hint,
+)
 from minitx.masks import causal_mask, combine_masks, padding_mask
 
 DT = torch.float64
@@ -247,18 +254,12 @@ def _causal_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor):
     reference_causal_attention,
 )
 def _causal_attention(fn: Any) -> str | None:
-    return compare(
+    return compare_attention(
         fn,
-        ((f"on {shapes(Q=Q, K=K, V=V)}", (Q, K, V)) for Q, K, V in causal_inputs()),
+        causal_inputs(),
         _causal_reference,
-        names=("Z", "A"),
-        order=("A", "Z"),
-        arrays=True,
         diagnose=_causal_weights_hint,
-        advice={
-            "A": "are the scores divided by sqrt(d_k)?",
-            "Z": "Z is the weighted sum of the values",
-        },
+        advice="are the scores divided by sqrt(d_k)?",
     )
 
 

@@ -10,6 +10,7 @@ learner's random numbers.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -69,6 +70,32 @@ def _result(answer: Any, args: tuple, want: Tensor, where: str, axes: str) -> tu
     return (None, hint) if hint else (got[0].double(), None)
 
 
+def _over_head_cases(hint: Callable[..., str | None]) -> Callable[[Any], str | None]:
+    """A checker that asks ``hint(answer, mha, x, n_heads, where)`` on every case of
+    HEAD_CASES, with the package's module ``mha`` and its input ``x``."""
+
+    def checker(answer: Any) -> str | None:
+        for seed, (B, T, C, h) in enumerate(HEAD_CASES):
+            mha, x = _setup(B, T, C, h, seed)
+            with torch.no_grad():
+                said = hint(answer, mha, x, h, f"with B={B}, T={T}, d_model={C}, n_heads={h}")
+            if said is not None:
+                return said
+        return None
+
+    return checker
+
+
+@implement(
+    "06.split_heads",
+    "Write split_heads(x, n_heads): it takes queries (or keys, or values) x of shape "
+    "(B, T, d_model) and returns them cut into heads, shape (B, n_heads, T, d_k) with "
+    "d_k = d_model // n_heads, head h holding features h*d_k to (h+1)*d_k - 1 of each "
+    "position. The checker runs attention on your heads and compares with the package's "
+    "MultiHeadAttention. Answer with the function.",
+    split_heads,
+)
+@_over_head_cases
 def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
     want_out, want_w = mha(x, need_weights=True)  # the package's multi-head attention
     q, k, v = mha.in_proj(x).split(x.size(-1), dim=-1)  # (B, T, C) each
@@ -87,6 +114,15 @@ def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     )
 
 
+@implement(
+    "06.merge_heads",
+    "Write merge_heads(z): it takes the per-head outputs z of shape (B, n_heads, T, d_k) and "
+    "puts the heads side by side, shape (B, T, n_heads * d_k), head h in columns h*d_k to "
+    "(h+1)*d_k - 1, ready for W_O. The checker applies the package's W_O to your result and "
+    "compares with MultiHeadAttention's output. Answer with the function.",
+    merge_heads,
+)
+@_over_head_cases
 def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
     want_out, _ = mha(x, need_weights=True)
     q, k, v = (split_heads(t, h) for t in mha.in_proj(x).split(x.size(-1), dim=-1))
@@ -99,42 +135,6 @@ def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     return f"{where}, W_O applied to your result differs from the package's output; " + _entry(
         got, merge_heads(z), "batch, position, feature"
     )
-
-
-def _check_heads_function(answer: Any, which: str) -> str | None:
-    hint_of = _split_hint if which == "split" else _merge_hint
-    for seed, (B, T, C, h) in enumerate(HEAD_CASES):
-        mha, x = _setup(B, T, C, h, seed)
-        with torch.no_grad():
-            hint = hint_of(answer, mha, x, h, f"with B={B}, T={T}, d_model={C}, n_heads={h}")
-        if hint is not None:
-            return hint
-    return None
-
-
-@implement(
-    "06.split_heads",
-    "Write split_heads(x, n_heads): it takes queries (or keys, or values) x of shape "
-    "(B, T, d_model) and returns them cut into heads, shape (B, n_heads, T, d_k) with "
-    "d_k = d_model // n_heads, head h holding features h*d_k to (h+1)*d_k - 1 of each "
-    "position. The checker runs attention on your heads and compares with the package's "
-    "MultiHeadAttention. Answer with the function.",
-    split_heads,
-)
-def _split_heads(answer: Any) -> str | None:
-    return _check_heads_function(answer, "split")
-
-
-@implement(
-    "06.merge_heads",
-    "Write merge_heads(z): it takes the per-head outputs z of shape (B, n_heads, T, d_k) and "
-    "puts the heads side by side, shape (B, T, n_heads * d_k), head h in columns h*d_k to "
-    "(h+1)*d_k - 1, ready for W_O. The checker applies the package's W_O to your result and "
-    "compares with MultiHeadAttention's output. Answer with the function.",
-    merge_heads,
-)
-def _merge_heads(answer: Any) -> str | None:
-    return _check_heads_function(answer, "merge")
 
 
 def to_torch(mask: Tensor) -> Tensor:

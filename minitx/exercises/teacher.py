@@ -237,5 +237,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["Exercise", "Progress", "counts", "guide", "main", "notebook_progress", "progress",
-           "solution_text", "solutions", "summary", "write_csv"]
+__all__ = [
+    "Exercise",
+    "Progress",
+    "counts",
+    "guide",
+    "main",
+    "notebook_progress",
+    "progress",
+    "solution_text",
+    "solutions",
+    "summary",
+    "write_csv",
+]

@@ -41,6 +41,19 @@ def wrong(name: str, hint: str | None) -> Callable[[Callable], Callable]:
     return record
 
 
+def prediction(
+    right: tuple[str, ...],
+    hints: dict[str, str],
+    *,
+    no_letter: tuple[Any, ...] = ("z", 7),
+    never: tuple[str, ...] = (),
+) -> Case:
+    """The case of a multiple-choice prediction: answers that pass, each wrong letter with
+    the hint text it must get, and answers that name no choice (``no_letter``), which must
+    be asked for one letter."""
+    return Case(right, (*hints.items(), *((a, "one letter") for a in no_letter)), never=never)
+
+
 def wrong_answers(name: str, *more: Answer) -> tuple[Answer, ...]:
     """The wrong answers recorded for ``name`` with :func:`wrong`, then ``more``."""
     return (*_WRONG.get(name, ()), *more)

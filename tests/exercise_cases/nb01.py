@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, prediction, wrong, wrong_answers
 from minitx.exercises import nb01
 
 # ---- learner functions for 01.pad_and_mask, written by hand ---------------------------------
@@ -78,15 +78,11 @@ def crashes_on_empty(seqs, pad_id):
 CASES: dict[str, Case] = {
     # 16 speeches padded to the longest were 78% padding (section 3); batches of 64 random
     # speeches have longer longest speeches: more padding.
-    "01.batch_size": Case(
-        right=("(c)", "C"),
-        wrong=(("(a)", "longest"), ("(b)", "longest"), ("d", "one letter"), (3, "one letter")),
+    "01.batch_size": prediction(
+        ("(c)", "C"), {"(a)": "longest", "(b)": "longest"}, no_letter=("d", 3)
     ),
     # mean over the same three vectors, in any order, is the same mean
-    "01.average_order": Case(
-        right=("(a)", "A)"),
-        wrong=(("(b)", "mean"), ("c", "one letter"), (["a"], "one letter")),
-    ),
+    "01.average_order": prediction(("(a)", "A)"), {"(b)": "mean"}, no_letter=("c", ["a"])),
     "01.pad_and_mask": Case(
         right=(pad_right, pad_right_loops),
         wrong=wrong_answers("01.pad_and_mask"),

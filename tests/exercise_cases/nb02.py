@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, prediction, wrong, wrong_answers
 from minitx.exercises import nb02
 
 # ---- learner functions for 02.lstm_step, written by hand ------------------------------------
@@ -85,19 +85,12 @@ def nan_on_the_cell(x, h, c, *weights):
 
 CASES: dict[str, Case] = {
     # default init: W_hh ~ U(-1/sqrt(H), 1/sqrt(H)), spectral radius ~ 1/sqrt(3) for any H
-    "02.hidden_size": Case(
-        right=("(b)", "B"),
-        wrong=(("(a)", "sqrt(H)"), ("(c)", "sqrt(H)"), ("d", "one letter"), (2, "one letter")),
+    "02.hidden_size": prediction(
+        ("(b)", "B"), {"(a)": "sqrt(H)", "(c)": "sqrt(H)"}, no_letter=("d", 2)
     ),
     # 2 layers x (5 - 1) = 8 = 4 layers x (3 - 1): both see 9 positions
-    "02.cnn_reach": Case(
-        right=("(c)", "C)"),
-        wrong=(
-            ("(a)", "layer by layer"),
-            ("(b)", "layer by layer"),
-            ("e", "one letter"),
-            (3.5, "one letter"),
-        ),
+    "02.cnn_reach": prediction(
+        ("(c)", "C)"), {"(a)": "layer by layer", "(b)": "layer by layer"}, no_letter=("e", 3.5)
     ),
     "02.lstm_step": Case(
         right=(step_by_slices, step_by_units),

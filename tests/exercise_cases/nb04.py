@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, prediction, wrong, wrong_answers
 from minitx.exercises import nb04
 
 RIGHT_SHAPES = {
@@ -80,23 +80,16 @@ def only_outputs(Q, K, V):
 
 
 CASES: dict[str, Case] = {
-    "04.shift_keys": Case(
-        right=("(a)", " (A) ", "unchanged"),
-        wrong=(
-            ("b", "write the new score"),
-            ("(d)", "which of them differs"),
-            ("maybe", "one letter"),
-            (3, "one letter"),
-        ),
+    "04.shift_keys": prediction(
+        ("(a)", " (A) ", "unchanged"),
+        {"b": "write the new score", "(d)": "which of them differs"},
+        no_letter=("maybe", 3),
         never=("unchanged",),
     ),
-    "04.repeat_word": Case(
-        right=("(b)", "Moves straight towards v_river"),
-        wrong=(
-            ("a", "add one more term"),
-            ("(d)", "divided by the sum"),
-            ("towards", "one letter"),
-        ),
+    "04.repeat_word": prediction(
+        ("(b)", "Moves straight towards v_river"),
+        {"a": "add one more term", "(d)": "divided by the sum"},
+        no_letter=("towards",),
         never=("towards",),
     ),
     "04.attention": Case(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, prediction, wrong, wrong_answers
 from minitx.exercises import nb05
 
 # ---- learner functions for 05.masked_softmax -----------------------------------------------
@@ -130,6 +130,11 @@ def outputs_from_queries(Q, K, V):
     return A @ Q[..., : V.size(-1)], A
 
 
+@wrong("05.causal_attention", "two tensors")
+def only_weights(Q, K, V):
+    return causal_by_hand(Q, K, V)[1]
+
+
 def loop_over_positions(Q, K, V):
     """A loop is slow but right; the checker accepts it (the prompt asks for no loop)."""
     rows_Z, rows_A = [], []
@@ -142,21 +147,11 @@ def loop_over_positions(Q, K, V):
     return torch.cat(rows_Z, -2), torch.cat(rows_A, -2)
 
 
-@wrong("05.causal_attention", "two tensors")
-def only_weights(Q, K, V):
-    return causal_by_hand(Q, K, V)[1]
-
-
 CASES: dict[str, Case] = {
-    "05.change_first": Case(
-        right=("(c)", " C ", "all three outputs"),
-        wrong=(
-            ("a", "as a key or as the query"),
-            ("(b)", "list the tokens"),
-            ("d", "not what happens"),
-            ("all of them", "one letter"),
-            (3, "one letter"),
-        ),
+    "05.change_first": prediction(
+        ("(c)", " C ", "all three outputs"),
+        {"a": "as a key or as the query", "(b)": "list the tokens", "d": "not what happens"},
+        no_letter=("all of them", 3),
         never=("all three",),
     ),
     "05.masked_softmax": Case(

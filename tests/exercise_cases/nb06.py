@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, prediction, wrong, wrong_answers
 from minitx.attention import MultiHeadAttention
 from minitx.exercises.nb06 import merge_heads, split_heads, swap_heads, swap_truth
 from minitx.tasks.relations import RelationNet, RelationTask
@@ -133,10 +133,9 @@ CASES: dict[str, Case] = {
         right=(negate, logical_not, to_float_mask),
         wrong=wrong_answers("06.torch_mask", ("~mask", "function")),
     ),
-    "06.swap_heads": Case(
-        right=("(a)", "A."),
-        wrong=(("b", "not what the experiment shows"), ("(c)", "slot number")),
-        unreadable=(),
+    "06.swap_heads": prediction(
+        ("(a)", "A."),
+        {"b": "not what the experiment shows", "(c)": "slot number"},
         never=("same", "unchanged"),
     ),
 }

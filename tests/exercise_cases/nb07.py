@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, prediction, wrong, wrong_answers
 from minitx.exercises.nb07 import (
     expected_block_params,
     expected_initial_loss,
@@ -92,15 +92,11 @@ CASES: dict[str, Case] = {
         ),
         never=("10000 ** (2", "column // 2"),
     ),
-    "07.no_positions": Case(
-        right=("(c)", "C."),
-        wrong=(("a", "not what the experiment shows"), ("(b)", "t-1")),
-        unreadable=(),
+    "07.no_positions": prediction(
+        ("(c)", "C."), {"a": "not what the experiment shows", "(b)": "t-1"}
     ),
-    "07.window_reach": Case(
-        right=("(b)", "B."),
-        wrong=(("a", "not what the experiment shows"), ("(c)", "second block")),
-        unreadable=(),
+    "07.window_reach": prediction(
+        ("(b)", "B."), {"a": "not what the experiment shows", "(c)": "second block"}
     ),
     "07.block_params": Case(
         right=(12 * 48 * 48 + 13 * 48,),
