@@ -32,12 +32,9 @@ def time_fwd_bwd(fn, x: torch.Tensor, iters: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--seq", type=int, default=512)
-    parser.add_argument("--d-model", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--iters", type=int, default=5)
+    sizes = {"batch": 8, "seq": 512, "d-model": 256, "heads": 8, "repeats": 7, "iters": 5}
+    for name, default in sizes.items():
+        parser.add_argument(f"--{name}", type=int, default=default)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args()
     if args.threads:

@@ -277,17 +277,11 @@ def layers_and_heads(weights: Any) -> np.ndarray:
     return arr.astype(np.float64)
 
 
-def attention_grid(
-    weights: Any,
-    query_labels: Sequence[Any] | None = None,
-    key_labels: Sequence[Any] | None = None,
-    layer_names: Sequence[str] | None = None,
-    *,
-    head_names: Sequence[str] | None = None,
-    mask: Any | None = None,
-    title: str | None = None,
-    cell_size: float = 2.4,
-) -> Figure:
+def attention_grid(weights: Any, query_labels: Sequence[Any] | None = None,
+                   key_labels: Sequence[Any] | None = None,
+                   layer_names: Sequence[str] | None = None, *,
+                   head_names: Sequence[str] | None = None, mask: Any | None = None,
+                   title: str | None = None, cell_size: float = 2.4) -> Figure:
     """A grid of heatmaps, one row per layer and one column per head.
 
     ``weights``: (L, H, T_q, T_k), or (H, T_q, T_k) for a single layer. Labels as in

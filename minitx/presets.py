@@ -65,6 +65,8 @@ class Preset:
         return self.train.batch_size * self.model["block_size"]
 
 
+# Every recipe uses TrainConfig's AdamW defaults: weight decay 0.1 on matrices, betas
+# (0.9, 0.99), gradients clipped at norm 1.
 PRESETS: dict[str, Preset] = {
     "tiny": Preset(
         name="tiny",
@@ -72,8 +74,7 @@ PRESETS: dict[str, Preset] = {
         model={"block_size": 32, "n_layer": 2, "n_head": 2, "n_embd": 32,
                "dropout": 0.0, "bias": True},
         train=TrainConfig(max_steps=50, batch_size=8, learning_rate=3e-3, min_lr=3e-4,
-                          warmup_steps=5, weight_decay=0.1, betas=(0.9, 0.99),
-                          grad_clip=1.0, eval_interval=25, eval_steps=2, log_interval=5),
+                          warmup_steps=5, eval_interval=25, eval_steps=2, log_interval=5),
     ),
     "cpu": Preset(
         name="cpu",
@@ -84,8 +85,7 @@ PRESETS: dict[str, Preset] = {
         model={"block_size": 64, "n_layer": 4, "n_head": 4, "n_embd": 128,
                "dropout": 0.0, "bias": False},
         train=TrainConfig(max_steps=2000, batch_size=12, learning_rate=6e-3, min_lr=6e-4,
-                          warmup_steps=100, weight_decay=0.1, betas=(0.9, 0.99),
-                          grad_clip=1.0, eval_interval=250, eval_steps=20, log_interval=10),
+                          warmup_steps=100, eval_interval=250, eval_steps=20, log_interval=10),
     ),
     "gpu": Preset(
         name="gpu",
@@ -96,9 +96,7 @@ PRESETS: dict[str, Preset] = {
         model={"block_size": 256, "n_layer": 6, "n_head": 6, "n_embd": 384,
                "dropout": 0.2, "bias": False},
         train=TrainConfig(max_steps=5000, batch_size=64, learning_rate=1e-3, min_lr=1e-4,
-                          warmup_steps=100, weight_decay=0.1, betas=(0.9, 0.99),
-                          grad_clip=1.0, eval_interval=250, eval_steps=200,
-                          log_interval=10),
+                          warmup_steps=100, eval_interval=250, eval_steps=200, log_interval=10),
     ),
 }
 
