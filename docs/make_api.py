@@ -27,7 +27,10 @@ GROUPS = [
         "Attention in an encoder-decoder (03)",
         ["minitx.attention", "minitx.seq2seq", "minitx.tasks.dates"],
     ),
-    ("Self-attention, explored (04)", ["minitx.word_attention", "minitx.explorer"]),
+    (
+        "Self-attention, explored (04)",
+        ["minitx.word_attention", "minitx.attention_explorer", "minitx.explorer"],
+    ),
     ("Masks (05)", ["minitx.masks", "minitx.leak"]),
     ("Multi-head attention (06)", ["minitx.tasks.relations"]),
     (

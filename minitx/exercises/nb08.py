@@ -20,22 +20,19 @@ from torch import Tensor
 
 from minitx import sampling
 from minitx.analysis import estimate_loss, longest_verbatim_match
-from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.exercises import call_learner, exercise, think
+from minitx.exercises.checks import implement, letter, notes
 
 TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
 TEMPERATURE = 2.0
 CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare.pt"
-CASE_LETTERS = "abcd"
-
-
-def _letter(answer: Any) -> str:
-    """The option letter of a prediction: 'b', 'B', '(b)' and 'b)' all read as 'b'."""
-    if not isinstance(answer, str):
-        raise TypeError(f"expected a letter as a string, such as 'a', got {type(answer).__name__}")
-    letter = answer.strip().strip("().").strip().lower()
-    if letter not in CASE_LETTERS:
-        raise ValueError(f"expected one of the letters {', '.join(CASE_LETTERS)}, got {answer!r}")
-    return letter
+CASE_CHOICES = {
+    "a": "within 0.1 of its loss on the text as written",
+    "b": "worse than that, but still better than the counted bigram model",
+    "c": "worse than the bigram model, but better than guessing uniformly among the 65 "
+    "characters (ln 65)",
+    "d": "worse than guessing uniformly",
+}
 
 
 # ---- implement: top-p (nucleus) filtering -------------------------------------------------
@@ -81,19 +78,16 @@ def _row(index: int, shape: tuple[int, ...]) -> str:
     return f", in row {tuple(reversed(position))}"
 
 
-@exercise(
+@implement(
     "08.top_p",
     "Write top_p_filter(logits, p): logits (..., V) are next-token logits, p a number in "
     "(0, 1]. Keep the smallest set of most likely tokens whose probabilities add up to at "
     "least p, leave their logits as they are, and set every other logit to -inf, so that a "
     "softmax gives those tokens probability 0. Return a new tensor of the same shape. Answer "
     "with the function.",
-    kind="implement",
-    solution=lambda: top_p_filter,
+    top_p_filter,
 )
 def _top_p(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
     for logits, p in _top_p_cases():
         given = logits.clone()
         got, error = call_learner(answer, given, p)
@@ -317,17 +311,14 @@ def _match_cases() -> list[tuple[str, str]]:
     return cases
 
 
-@exercise(
+@implement(
     "08.longest_match",
     "Write longest_match(sample, corpus) that returns the length (an int) of the longest "
     "piece of sample (a run of consecutive characters, starting anywhere) that occurs "
     "verbatim somewhere in corpus; 0 if none does. Answer with the function.",
-    kind="implement",
-    solution=lambda: longest_match,
+    longest_match,
 )
 def _longest_match(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
     for sample, corpus in _match_cases():
         got, error = call_learner(answer, sample, corpus)
         if error:
