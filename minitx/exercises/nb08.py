@@ -252,24 +252,24 @@ def case_truth() -> dict[str, str]:
     "The shipped model is scored on the validation text twice more: once with every letter "
     "turned into a capital (val_text.upper()), once with every letter in lower case "
     "(val_text.lower()); the same windows, nothing retrained. Predict where each loss lands: "
-    "(a) within 0.1 of its loss on the text as written; (b) worse than that, but still better "
-    "than the counted bigram model; (c) worse than the bigram model, but better than guessing "
-    "uniformly among the 65 characters (ln 65); (d) worse than guessing uniformly. Answer "
-    "{'upper': letter, 'lower': letter}.",
+    + "; ".join(f"({key}) {words}" for key, words in CASE_CHOICES.items())
+    + ". Answer {'upper': letter, 'lower': letter}.",
     kind="predict",
     solution=case_truth,
 )
 def _capitals(answer: Any) -> str | None:
     if not isinstance(answer, dict) or set(answer) != {"upper", "lower"}:
         return "answer with a dict with the keys 'upper' and 'lower', e.g. {'upper': 'a', ...}"
-    got = {k: _letter(v) for k, v in answer.items()}
+    got = {k: letter(v, CASE_CHOICES) for k, v in answer.items()}
+    for key in ("upper", "lower"):
+        if got[key] is None:
+            return f"{key}: answer with one letter, 'a', 'b', 'c' or 'd'"
     truth = case_truth()
     wrong = []
     if got["upper"] != truth["upper"]:
         wrong.append(
             "upper: to this model 'A' and 'a' are two unrelated tokens; where in the "
-            "training text do long runs of capitals occur, and what follows them "
-            "there?"
+            "training text do long runs of capitals occur, and what follows them there?"
         )
     if got["lower"] != truth["lower"]:
         wrong.append(
@@ -368,8 +368,10 @@ think(
 )
 
 
-teaching_notes(
+notes(
     "08",
+    65,
+    "top_p capitals longest_match harms",
     goals=(
         "Count a GPT's parameters from its sizes, and reconcile the count with another "
         "implementation's (nanoGPT leaves the position embeddings out of its count).",
@@ -387,6 +389,4 @@ teaching_notes(
         "writes of.",
         "The model knows that 'A' and 'a' are the same letter; to it they are unrelated ids.",
     ),
-    reading_minutes=65,
-    assign=("08.top_p", "08.capitals", "08.longest_match", "08.harms"),
 )

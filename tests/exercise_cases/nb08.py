@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, wrong, wrong_answers
 
 # ---- 08.top_p: learner functions, right and wrong --------------------------------------
 
@@ -38,6 +38,7 @@ def top_p_keep_mask(logits, p):
     return torch.where(keep, logits, torch.full_like(logits, float("-inf")))
 
 
+@wrong("08.top_p", "one too few")
 def drops_the_crossing_token(logits, p):
     """Keeps only the tokens whose running sum stays within p: one too few."""
     probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
@@ -47,6 +48,7 @@ def drops_the_crossing_token(logits, p):
     return logits.masked_fill(drop, float("-inf"))
 
 
+@wrong("08.top_p", "vocabulary's order")
 def stays_sorted(logits, p):
     """Forgets to put the tokens back in vocabulary order."""
     sorted_logits, _ = logits.sort(dim=-1, descending=True)
@@ -55,6 +57,7 @@ def stays_sorted(logits, p):
     return sorted_logits.masked_fill(drop, float("-inf"))
 
 
+@wrong("08.top_p", "less likely than one you drop")
 def sorts_the_batch_axis(logits, p):
     """Sorts along dim 0 (right only for a single row of logits)."""
     probs, order = torch.softmax(logits, dim=0).sort(dim=0, descending=True)
@@ -62,6 +65,7 @@ def sorts_the_batch_axis(logits, p):
     return logits.masked_fill(drop_sorted.scatter(0, order, drop_sorted), float("-inf"))
 
 
+@wrong("08.top_p", "less likely than one you drop")
 def sums_logits(logits, p):
     """Adds up sorted logits instead of probabilities."""
     sorted_logits, order = logits.sort(dim=-1, descending=True)
@@ -69,12 +73,14 @@ def sums_logits(logits, p):
     return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
 
 
+@wrong("08.top_p", "every logit is still finite")
 def fills_with_zero(logits, p):
     """Dropped tokens get a logit of 0, which still has probability."""
     kept = torch.isfinite(top_p_keep_mask(logits, p))
     return torch.where(kept, logits, torch.zeros_like(logits))
 
 
+@wrong("08.top_p", "every logit is still finite")
 def returns_probabilities(logits, p):
     """Returns renormalised probabilities instead of logits."""
     kept = torch.isfinite(top_p_keep_mask(logits, p))
@@ -82,21 +88,26 @@ def returns_probabilities(logits, p):
     return probs / probs.sum(-1, keepdim=True)
 
 
+@wrong("08.top_p", "unchanged")
 def rescales_the_kept(logits, p):
     """Renormalises the kept logits (log-probabilities over the nucleus)."""
     return torch.log_softmax(top_p_keep_mask(logits, p), dim=-1)
 
 
+@wrong("08.top_p", "in place")
 def in_place(logits, p):
     kept = torch.isfinite(top_p_keep_mask(logits, p))
     return logits.masked_fill_(~kept, float("-inf"))
 
 
+@wrong("08.top_p", "same shape as the input")
 def kept_values_only(logits, p):
     out = top_p_keep_mask(logits, p)
     return out[torch.isfinite(out)]
 
 
+@wrong("08.top_p", "ZeroDivisionError")
+@wrong("08.longest_match", "ZeroDivisionError")
 def raises(logits, p):
     return 1 / 0
 
@@ -112,6 +123,7 @@ def longest_by_brute_force(sample, corpus):
     return 0
 
 
+@wrong("08.longest_match", "start anywhere")
 def longest_prefix_only(sample, corpus):
     n = 0
     while n < len(sample) and sample[: n + 1] in corpus:
@@ -119,14 +131,17 @@ def longest_prefix_only(sample, corpus):
     return n
 
 
+@wrong("08.longest_match", "no piece of the sample that long")
 def whole_sample(sample, corpus):
     return len(sample)
 
 
+@wrong("08.longest_match", "return an int")
 def a_float(sample, corpus):
     return 1.0
 
 
+@wrong("08.longest_match", "a longer piece")
 def one_short(sample, corpus):
     return max(0, longest_by_brute_force(sample, corpus) - 1)
 
@@ -134,19 +149,7 @@ def one_short(sample, corpus):
 CASES: dict[str, Case] = {
     "08.top_p": Case(
         right=(top_p_by_loop, top_p_keep_mask),
-        wrong=(
-            (drops_the_crossing_token, "one too few"),
-            (stays_sorted, "vocabulary's order"),
-            (sorts_the_batch_axis, "less likely than one you drop"),
-            (sums_logits, "less likely than one you drop"),
-            (fills_with_zero, "every logit is still finite"),
-            (returns_probabilities, "every logit is still finite"),
-            (rescales_the_kept, "unchanged"),
-            (in_place, "in place"),
-            (kept_values_only, "same shape as the input"),
-            (raises, "ZeroDivisionError"),
-            (0.8, "a function"),
-        ),
+        wrong=wrong_answers("08.top_p", (0.8, "a function")),
     ),
     # (2 ln 6, 0, 0) / 2 = (ln 6, 0, 0): 6 / (6 + 1 + 1) = 0.75; at temperature 1,
     # 36 / 38 = 0.947; multiplied by 2, 6^4 / (6^4 + 2) = 0.998; leaving out the zeros' exp(0) = 1
@@ -166,7 +169,11 @@ CASES: dict[str, Case] = {
     # speaker names (followed by ':' and a newline): above ln 65. Lower case changes only the
     # first letters of lines and names: worse, but still better than the bigram table.
     "08.capitals": Case(
-        right=({"upper": "d", "lower": "b"}, {"upper": "(D)", "lower": "b)"}),
+        right=(
+            {"upper": "d", "lower": "b"},
+            {"upper": "(D)", "lower": "b)"},
+            {"upper": "worse than guessing uniformly", "lower": "'b'"},
+        ),
         wrong=(
             ({"upper": "a", "lower": "b"}, "upper:"),
             ({"upper": "c", "lower": "b"}, "upper:"),
@@ -174,19 +181,13 @@ CASES: dict[str, Case] = {
             ({"upper": "a", "lower": "a"}, "upper:"),
             ({"upper": "d"}, "keys 'upper' and 'lower'"),
             ("d", "keys 'upper' and 'lower'"),
+            ({"upper": "e", "lower": "b"}, "upper: answer with one letter"),
+            ({"upper": "d", "lower": 4}, "lower: answer with one letter"),
         ),
-        unreadable=({"upper": "e", "lower": "b"}, {"upper": 4, "lower": "b"}),
     ),
     "08.longest_match": Case(
         right=(longest_by_brute_force,),
-        wrong=(
-            (longest_prefix_only, "start anywhere"),
-            (one_short, "a longer piece"),
-            (whole_sample, "no piece of the sample that long"),
-            (a_float, "return an int"),
-            (raises, "ZeroDivisionError"),
-            (5, "a function"),
-        ),
+        wrong=wrong_answers("08.longest_match", (5, "a function")),
     ),
 }
 
