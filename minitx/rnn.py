@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitx.weights import copy_weights
+
 State = Tensor | tuple[Tensor, Tensor]
 
 
@@ -169,11 +171,8 @@ class _Layer(nn.Module):
             raise ValueError(f"expected nn.LSTM with proj_size=0, got {module.proj_size}")
         kwargs = {"nonlinearity": module.nonlinearity} if cls is RNN else {}
         ours = cls(module.input_size, module.hidden_size, bias=module.bias, **kwargs)
-        ours = ours.to(dtype=module.weight_ih_l0.dtype, device=module.weight_ih_l0.device)
-        with torch.no_grad():
-            for name, p in ours.cell.named_parameters():
-                p.copy_(getattr(module, f"{name}_l0"))
-        return ours
+        names = {f"cell.{name}": f"{name}_l0" for name, _ in ours.cell.named_parameters()}
+        return copy_weights(ours, module, names)
 
 
 class RNN(_Layer):
