@@ -104,7 +104,7 @@ def _register(ex: Exercise) -> None:
 
 
 def exercise(
-    name: str, prompt: str, *, kind: str = "compute", solution: Callable[[], Any] | None = None
+    name: str, prompt: str, *, kind: str, solution: Callable[[], Any]
 ) -> Callable[[Callable[[Any], str | None]], Callable]:
     """Register ``checker`` under ``name``. The checker returns None if the answer is
     right, else a short hint saying what is wrong (without giving the solution).

@@ -2,11 +2,13 @@
 
 * :func:`predict` registers a multiple-choice prediction: its prompt, its checker (which
   reads the learner's letter with :func:`letter`) and its solution;
+* :func:`compute` registers a small case the learner works out by hand;
 * :func:`implement` registers a function the learner writes, and :func:`compare` checks one
   on a list of cases against a reference, returning the first hint; it is made of
   :func:`outputs` (the function runs and returns the right number of tensors),
   :func:`shape_hint` and :func:`first_difference`, which a checker with its own way of
   judging the values uses directly; :func:`compare_attention` checks ``attention(Q, K, V)``;
+  :func:`first_hint` checks a function that returns no tensors, case by case;
 * :func:`notes` records a notebook's teaching notes, naming its assigned exercises short.
 """
 
@@ -50,12 +52,14 @@ def predict(
     *,
     ask: str = "Answer with a letter.",
     whole: bool = False,
+    hints: Mapping[str, str] | None = None,
 ) -> Callable[[Any], str | None]:
     """Register the prediction ``name``: ``question``, then the ``choices`` as "(a) ...;
     (b) ..." and ``ask`` (``whole=True``: ``question`` is the whole prompt, for a notebook
     that words its choices another way). ``truth()`` gives the right letter, or the right
-    choice's words, and is the solution; a wrong choice gets ``hint``, an answer that names
-    no choice is asked for one letter."""
+    choice's words, and is the solution; a wrong choice gets its own hint from ``hints``
+    (by letter), else ``hint``; an answer that names no choice is asked for one letter."""
+    hints = hints or {}
     prompt = question
     if not whole:
         options = "; ".join(f"({key}) {words}" for key, words in choices.items())
@@ -65,12 +69,28 @@ def predict(
         picked = letter(answer, choices)
         if picked is None:
             return f"answer with one letter: {_listing(choices)}"
-        return None if truth() in (picked, choices[picked]) else hint
+        return None if truth() in (picked, choices[picked]) else hints.get(picked, hint)
 
     return exercise(name, prompt, kind="predict", solution=truth)(checker)
 
 
 # ---- functions the learner writes ---------------------------------------------------------
+
+
+def _guarded(
+    name: str, prompt: str, kind: str, solution: Callable[[], Any], guard: Callable[[Any], Any]
+) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
+    """Register the decorated checker as the ``kind`` exercise ``name``; an answer for which
+    ``guard`` gives a hint gets it before the checker runs."""
+
+    def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+        def check_answer(answer: Any) -> str | None:
+            return guard(answer) or checker(answer)
+
+        exercise(name, prompt, kind=kind, solution=solution)(check_answer)
+        return checker
+
+    return register
 
 
 def implement(
@@ -80,31 +100,71 @@ def implement(
     is the function ``solution``; an answer that is not a function gets a hint before the
     checker runs."""
 
-    def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-        def check_function(answer: Any) -> str | None:
-            if not callable(answer):
-                return f"expected a function, got {type(answer).__name__}"
-            return checker(answer)
+    def guard(answer: Any) -> str | None:
+        return None if callable(answer) else f"expected a function, got {type(answer).__name__}"
 
-        exercise(name, prompt, kind="implement", solution=lambda: solution)(check_function)
-        return checker
+    return _guarded(name, prompt, "implement", lambda: solution, guard)
 
-    return register
+
+def compute(
+    name: str,
+    prompt: str,
+    solution: Callable[[], Any],
+    *,
+    expect: tuple[type, ...] = (),
+    expected: str = "",
+) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
+    """Register the decorated checker as the ``compute`` exercise ``name`` whose solution is
+    ``solution()``. With ``expect``, an answer of none of those types (a bool is never a
+    number) is asked for ``expected`` ("a float") before the checker runs."""
+
+    def guard(answer: Any) -> str | None:
+        if expect and (isinstance(answer, bool) or not isinstance(answer, expect)):
+            return f"answer with {expected}, got {type(answer).__name__}"
+        return None
+
+    return _guarded(name, prompt, "compute", solution, guard)
+
+
+def first_hint(fn: Any, cases: Iterable[tuple], judge: Callable[..., str | None]) -> str | None:
+    """Run the learner's ``fn`` on a copy of each tuple of arguments in ``cases`` and ask
+    ``judge(result, *args)`` about the result: the first hint (a raised exception's
+    included), or None when every case passes. For a function that returns no tensors."""
+    for args in cases:
+        result, hint = call_learner(fn, *(_fresh(a) for a in args))
+        hint = hint or judge(result, *args)
+        if hint is not None:
+            return hint
+    return None
 
 
 _COUNTS = {2: "two", 3: "three"}
 
 
 def outputs(
-    fn: Any, args: tuple, where: str, names: tuple[str, ...], *, arrays: bool = False
+    fn: Any,
+    args: tuple,
+    where: str,
+    names: tuple[str, ...],
+    *,
+    arrays: bool = False,
+    inputs: tuple[str, ...] = (),
 ) -> tuple[tuple[Tensor, ...] | None, str | None]:
     """Run the learner's ``fn`` on a copy of ``args``: ``(tensors, None)``, one tensor per
     name (one name: ``fn`` returns a tensor; more: a tuple of them in that order), or
     ``(None, hint)``. ``arrays``: accept whatever ``torch.as_tensor`` reads (a NumPy array,
-    a list) in place of a tensor. ``where`` names the case in a hint ("with T=4, d=6")."""
-    result, hint = call_learner(fn, *(_fresh(a) for a in args))
+    a list) in place of a tensor. ``where`` names the case in a hint ("with T=4, d=6").
+    ``inputs`` names the first arguments, tensors ``fn`` must leave as they are."""
+    given = tuple(_fresh(a) for a in args)
+    result, hint = call_learner(fn, *given)
     if hint is not None:
         return None, f"{where}: {hint}"
+    for name, before, after in zip(inputs, args, given, strict=False):
+        if not torch.equal(before, after):
+            return (
+                None,
+                f"your function changed {name} in place: leave it as it is and return a new tensor",
+            )
     if len(names) > 1:
         if not isinstance(result, tuple | list) or len(result) != len(names):
             count = _COUNTS.get(len(names), len(names))
@@ -172,6 +232,7 @@ def compare(
     names: tuple[str, ...] = ("your result",),
     order: tuple[str, ...] | None = None,
     arrays: bool = False,
+    inputs: tuple[str, ...] = (),
     dtype: bool = False,
     atol: float = 1e-6,
     rtol: float = 0.0,
@@ -185,20 +246,21 @@ def compare(
     """Run the learner's ``fn`` on each ``(where, args)`` of ``cases`` against
     ``reference(*args)``; the first hint, or None when every case agrees.
 
-    For each case, in turn: ``fn`` runs and returns one tensor per name (see
-    :func:`outputs`); outputs that come back in the wrong order; shapes (``about``: what
-    each output's shape is); dtypes, where ``dtype``; NaN where the reference has none;
-    then the values, output by output in ``order`` (default: ``names``), within ``atol``
-    and ``rtol``. An output that differs first goes to ``diagnose(name, got, want, args)``
-    (tensors by name, in float64), which may name the likely mistake; else the hint gives
-    the first differing position (``axes``: the names of its axes) and ``advice[name]``.
+    For each case, in turn: ``fn`` runs, leaves the tensors ``inputs`` names as they are
+    and returns one tensor per name (see :func:`outputs`); outputs that come back in the
+    wrong order; shapes (``about``: what each output's shape is); dtypes, where ``dtype``;
+    NaN where the reference has none; then the values, output by output in ``order``
+    (default: ``names``), within ``atol`` and ``rtol``. An output that differs first goes
+    to ``diagnose(name, got, want, args)`` (tensors by name, in float64), which may name
+    the likely mistake; else the hint gives the first differing position (``axes``: the
+    names of its axes) and ``advice[name]``.
     """
     about, advice = about or {}, advice or {}
     order = order or names
     for where, args in cases:
         want_raw = reference(*args)
         want_raw = want_raw if len(names) > 1 else (want_raw,)
-        got_raw, hint = outputs(fn, args, where, names, arrays=arrays)
+        got_raw, hint = outputs(fn, args, where, names, arrays=arrays, inputs=inputs)
         if hint is not None:
             return hint
         got = {n: g.double() for n, g in zip(names, got_raw, strict=True)}

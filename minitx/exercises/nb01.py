@@ -172,6 +172,7 @@ def _truncation() -> tuple[int, int]:
     f"A batch holds sequences of lengths {TRUNCATION_LENGTHS}. Every sequence is padded or "
     f"cut to max_len = {TRUNCATION_MAX_LEN}. How many slots are padding, and how many tokens "
     "are cut off? Answer a tuple (padding, cut).",
+    kind="compute",
     solution=lambda: _truncation(),
 )
 def _(answer):
@@ -190,6 +191,7 @@ def _(answer):
     "01.encode",
     "With tok = CharTokenizer.from_text('hello world'), what list of ids does "
     "tok.encode('owl') return? Work it out by hand from the sorted characters.",
+    kind="compute",
     solution=lambda: CharTokenizer.from_text("hello world").encode("owl"),
 )
 def _(answer):

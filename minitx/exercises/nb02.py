@@ -196,6 +196,7 @@ def _lstm_params() -> int:
     "02.lstm_params",
     f"How many trainable numbers does minitx.rnn.LSTM({LSTM_SIZES[0]}, {LSTM_SIZES[1]}) hold "
     "(weight_ih, weight_hh, bias_ih, bias_hh)? Give an int.",
+    kind="compute",
     solution=_lstm_params,
 )
 def _(answer):
@@ -229,6 +230,7 @@ def forget_fraction() -> float:
     f"An LSTM cell's forget gate stays at f = {FORGET} and its candidate g is 0 at every step. "
     f"What fraction of the starting cell state c_0 is left after {STEPS} steps (c_{STEPS} / "
     "c_0)? Give a float.",
+    kind="compute",
     solution=lambda: round(forget_fraction(), 4),
 )
 def _(answer):

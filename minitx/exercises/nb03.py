@@ -16,7 +16,8 @@ import torch
 from torch import Tensor
 
 from minitx.attention import AdditiveAttention
-from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.exercises import think
+from minitx.exercises.checks import compare, compute, implement, notes, predict
 from minitx.tasks import dates
 
 # The four sources of "03.iso": (date, format); the prompt shows format_date of each.
@@ -37,13 +38,12 @@ def expected_iso() -> list[str]:
     return [d.isoformat() for d, _ in ISO_CASES]
 
 
-@exercise(
+@compute(
     "03.iso",
     "Following the task's rules (numeric dates are day first; two-digit years 50-99 are "
     "19xx, 00-49 are 20xx), write the ISO date of each source in "
     "minitx.exercises.nb03.iso_sources() as a list of 4 strings 'yyyy-mm-dd'.",
-    kind="compute",
-    solution=expected_iso,
+    expected_iso,
 )
 def _iso(answer: Any) -> str | None:
     if isinstance(answer, str) or not hasattr(answer, "__len__"):
@@ -111,7 +111,33 @@ def _package_additive(s, h, W, U, v, mask) -> tuple[Tensor, Tensor]:
         return att(s, h, mask=mask)
 
 
-@exercise(
+def _additive_hint(name: str, got: dict, want: dict, args: tuple) -> str:
+    """What a wrong ``weights`` (B, T) or ``context`` (B, d_h) likely comes from."""
+    mask = args[5]
+    weights = got["weights"]
+    if name == "context":
+        b, k = (~torch.isclose(got[name], want[name], atol=1e-6)).nonzero()[0].tolist()
+        return f"the weights are right, the context is not (row {b}, entry {k})"
+    if not torch.allclose(
+        weights.sum(dim=1), torch.ones(len(weights), dtype=weights.dtype), atol=1e-6
+    ):
+        return (
+            "each row of weights must add up to 1 (a softmax over the source positions, one "
+            "row per batch element)"
+        )
+    if (weights[~mask].abs() > 1e-9).any():
+        b, j = (~mask & (weights.abs() > 1e-9)).nonzero()[0].tolist()
+        return f"row {b} gives weight to position {j}, which is padding"
+    b, j = (~torch.isclose(weights, want[name], atol=1e-6)).nonzero()[0].tolist()
+    return f"the first wrong weight is at row {b}, position {j}; check the score of each position"
+
+
+def _lengths(mask: Tensor) -> str:
+    B, T = mask.shape
+    return f"for a batch of {B}, T = {T}, real lengths {mask.sum(dim=1).tolist()}"
+
+
+@implement(
     "03.additive",
     "Write additive_attention(s, h, W, U, v, mask) for one decoder step: s (B, d_s) is the "
     "decoder state, h (B, T, d_h) the encoder states, W (A, d_s), U (A, d_h) and v (A,) the "
@@ -119,50 +145,20 @@ def _package_additive(s, h, W, U, v, mask) -> tuple[Tensor, Tensor]:
     "weights): weights (B, T) the softmax over the source positions of "
     "v . tanh(W s + U h_j), zero on padding; context (B, d_h) = sum_j a_j h_j. Answer with "
     "the function.",
-    kind="implement",
-    solution=lambda: additive_attention,
+    additive_attention,
 )
 def _additive(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
-    for case in _additive_cases():
-        h, mask = case[1], case[5]
-        B, T, d_h = h.shape
-        lengths = mask.sum(dim=1).tolist()
-        where = f"for a batch of {B}, T = {T}, real lengths {lengths}"
-        got, error = call_learner(answer, *(t.clone() for t in case))
-        if error:
-            return f"{where}: {error}"
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            return "return a pair (context, weights)"
-        context, weights = (torch.as_tensor(t, dtype=torch.float64) for t in got)
-        if tuple(weights.shape) != (B, T):
-            return f"{where}: weights must be (B, T) = {(B, T)}, got {tuple(weights.shape)}"
-        if tuple(context.shape) != (B, d_h):
-            return f"{where}: context must be (B, d_h) = {(B, d_h)}, got {tuple(context.shape)}"
-        e_context, e_weights = _package_additive(*case)
-        if torch.isnan(weights).any():
-            return f"{where}: your weights hold NaN"
-        if not torch.allclose(weights.sum(dim=1), torch.ones(B, dtype=torch.float64), atol=1e-6):
-            return (
-                f"{where}: each row of weights must add up to 1 (a softmax over the "
-                "source positions, one row per batch element)"
-            )
-        if (weights[~mask].abs() > 1e-9).any():
-            b, j = (~mask & (weights.abs() > 1e-9)).nonzero()[0].tolist()
-            return f"{where}: row {b} gives weight to position {j}, which is padding"
-        bad = ~torch.isclose(weights, e_weights, atol=1e-6)
-        if bad.any():
-            b, j = bad.nonzero()[0].tolist()
-            return (
-                f"{where}: the first wrong weight is at row {b}, position {j}; check "
-                "the score of each position"
-            )
-        bad = ~torch.isclose(context, e_context, atol=1e-6)
-        if bad.any():
-            b, k = bad.nonzero()[0].tolist()
-            return f"{where}: the weights are right, the context is not (row {b}, entry {k})"
-    return None
+    return compare(
+        answer,
+        ((_lengths(case[5]), case) for case in _additive_cases()),
+        _package_additive,
+        names=("context", "weights"),
+        order=("weights", "context"),
+        arrays=True,
+        rtol=1e-5,
+        about={"weights": "(B, T)", "context": "(B, d_h)"},
+        diagnose=_additive_hint,
+    )
 
 
 # ---- predict: an encoder state that appears twice ---------------------------------------
@@ -192,31 +188,25 @@ def duplicate_truth(n_trials: int = 200) -> str:
     return moved[0] if len(set(moved)) == 1 else "d"
 
 
-@exercise(
+predict(
     "03.duplicate",
     "A decoder state s attends with additive attention over three encoder states h_1, h_2, "
     "h_3 and gets the context c. The same source now has a fourth encoder state, an exact "
     "copy of h_3, and s attends over all four. Predict the new context: (a) exactly c; "
     "(b) it moves toward h_3; (c) it moves away from h_3; (d) that depends on W, U and v. "
     "Answer with a letter.",
-    kind="predict",
-    solution=lambda: "b",
-)
-def _duplicate(answer: Any) -> str | None:
-    if not isinstance(answer, str):
-        return f"answer with one letter, a to d, as a string; got a {type(answer).__name__}"
-    letter = answer.strip().strip("()").lower()
-    if letter not in DUPLICATE_CHOICES:
-        return f"answer with one letter, a to d; got {answer!r}"
-    if letter == duplicate_truth():
-        return None
-    return {
+    DUPLICATE_CHOICES,
+    duplicate_truth,
+    "compare the new context with the old one and h_3",
+    whole=True,
+    hints={
         "a": "the copy gets a score of its own: what happens to the softmax's denominator, "
         "and so to the weights of h_1 and h_2?",
         "c": "add up the weight that the two copies of h_3 get together, before and after",
         "d": "write the new weights with the old ones: exp(e_j) / (Z + exp(e_3)); which "
         "part of that depends on W, U or v?",
-    }.get(letter, "compare the new context with the old one and h_3")
+    },
+)
 
 
 # ---- open question ------------------------------------------------------------------------
@@ -237,8 +227,10 @@ think(
     "attention is the change to make; a larger H alone postpones the problem.",
 )
 
-teaching_notes(
+notes(
     "03",
+    60,
+    "additive duplicate bottleneck",
     goals=(
         "Describe an RNN encoder-decoder and why one context vector limits what the decoder "
         "can read.",
@@ -254,6 +246,4 @@ teaching_notes(
         "Attention weights are an explanation of how the output was computed.",
         "A model compared after fewer training steps was compared fairly.",
     ),
-    reading_minutes=60,
-    assign=("03.additive", "03.duplicate", "03.bottleneck"),
 )

@@ -202,6 +202,7 @@ def _attention(fn: Any) -> str | None:
     "04.shapes",
     "Self-attention with n = 4 tokens, d_model = 6, d_k = d_v = 3: give the shape of each of "
     "X, W_Q, W_K, W_V, Q, K, V, S, A, Z as a dict of tuples, e.g. {'X': (rows, cols), ...}.",
+    kind="compute",
     solution=expected_shapes,
 )
 def _shapes(answer: Any) -> str | None:
@@ -224,6 +225,7 @@ def _shapes(answer: Any) -> str | None:
     "04.tiny",
     "One query q = [2, 0] and two keys k1 = [1, 0], k2 = [0, 1] (d_k = 2). Give the two "
     "attention weights to two decimals, as a list.",
+    kind="compute",
     solution=lambda: [round(w, 4) for w in expected_tiny().tolist()],
 )
 def _tiny(answer: Any) -> str | None:

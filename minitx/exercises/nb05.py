@@ -277,6 +277,7 @@ def expected_combined(lengths: tuple[int, ...] = COMBINED_LENGTHS, T: int = COMB
     "A batch holds two sentences of 4 and 11 tokens, right-padded to T = 11. Combine the "
     "causal mask with the padding mask. For the 4-token sentence, how many (query, key) "
     "pairs of its 11 x 11 mask may attend? Count by hand.",
+    kind="compute",
     solution=expected_combined,
 )
 def _combined(answer: Any) -> str | None:

@@ -20,8 +20,8 @@ from torch import Tensor
 
 from minitx import sampling
 from minitx.analysis import estimate_loss, longest_verbatim_match
-from minitx.exercises import call_learner, exercise, think
-from minitx.exercises.checks import implement, letter, notes
+from minitx.exercises import exercise, think
+from minitx.exercises.checks import compare, compute, first_hint, implement, letter, notes
 
 TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
 TEMPERATURE = 2.0
@@ -75,7 +75,51 @@ def _row(index: int, shape: tuple[int, ...]) -> str:
     for size in reversed(shape[:-1]):
         index, i = divmod(index, size)
         position.append(i)
-    return f", in row {tuple(reversed(position))}"
+    return f"in row {tuple(reversed(position))}, "
+
+
+def _top_p_hint(name: str, got: dict, want: dict, args: tuple) -> str:
+    """What a learner's filtered logits that differ from the package's likely come from:
+    the first row that keeps the wrong tokens, else kept logits changed, else +inf."""
+    logits = args[0]
+    shape = tuple(logits.shape)
+    keep = torch.isfinite(want[name])
+    mine = torch.isfinite(got[name])
+    for r, (row_mine, row_keep) in enumerate(
+        zip(mine.reshape(-1, shape[-1]), keep.reshape(-1, shape[-1]), strict=True)
+    ):
+        if torch.equal(row_mine, row_keep):
+            continue
+        where = _row(r, shape)
+        n_mine, n_keep = int(row_mine.sum()), int(row_keep.sum())
+        if n_mine == shape[-1]:
+            return (
+                f"{where}every logit is still finite: the tokens outside the smallest set "
+                "that reaches p must get -inf (a logit of 0 still has some probability)"
+            )
+        probs = logits.reshape(-1, shape[-1])[r].softmax(-1)
+        if row_mine.any() and (~row_mine).any() and probs[row_mine].min() < probs[~row_mine].max():
+            return (
+                f"{where}you keep a token that is less likely than one you drop: keep the "
+                "most likely tokens, and give the result in the vocabulary's order"
+            )
+        if n_mine == n_keep:
+            return (
+                f"{where}you keep the right number of tokens but the wrong ones: keep the "
+                "most likely, and give the result in the vocabulary's order"
+            )
+        if n_mine == n_keep - 1 and not (row_mine & ~row_keep).any():
+            return (
+                f"{where}you keep {_tokens(n_mine)}, one too few: the token whose "
+                "probability makes the sum reach p is kept too"
+            )
+        return (
+            f"{where}you keep {_tokens(n_mine)}, but the smallest set of most likely "
+            f"tokens whose probabilities (after a softmax) add up to p has {n_keep}"
+        )
+    if not torch.equal(got[name][keep], want[name][keep]):
+        return "the kept tokens must keep their logits, unchanged: not probabilities, not rescaled"
+    return "a dropped token needs the logit -inf, not +inf"
 
 
 @implement(
@@ -88,74 +132,15 @@ def _row(index: int, shape: tuple[int, ...]) -> str:
     top_p_filter,
 )
 def _top_p(answer: Any) -> str | None:
-    for logits, p in _top_p_cases():
-        given = logits.clone()
-        got, error = call_learner(answer, given, p)
-        if error:
-            return error
-        shape = tuple(logits.shape)
-        if not isinstance(got, Tensor):
-            return f"return a torch.Tensor of logits, got {type(got).__name__}"
-        if not torch.equal(given, logits):
-            return (
-                "your function changed logits in place: leave them as they are and "
-                "return a new tensor"
-            )
-        if tuple(got.shape) != shape:
-            return (
-                f"for logits of shape {shape} you return shape {tuple(got.shape)}: return "
-                "one logit per token, the same shape as the input"
-            )
-        got = got.double()
-        if torch.isnan(got).any():
-            return f"for logits of shape {shape} and p={p} your result holds NaN"
-        keep = torch.isfinite(sampling.top_p_filter(logits, p))
-        mine = torch.isfinite(got)
-        for r, (row_mine, row_keep) in enumerate(
-            zip(mine.reshape(-1, shape[-1]), keep.reshape(-1, shape[-1]), strict=True)
-        ):
-            if torch.equal(row_mine, row_keep):
-                continue
-            where = f"for logits of shape {shape} and p={p}{_row(r, shape)},"
-            n_mine, n_keep = int(row_mine.sum()), int(row_keep.sum())
-            if n_mine == shape[-1]:
-                return (
-                    f"{where} every logit is still finite: the tokens outside the "
-                    "smallest set that reaches p must get -inf (a logit of 0 still has "
-                    "some probability)"
-                )
-            probs = logits.reshape(-1, shape[-1])[r].softmax(-1)
-            if (
-                row_mine.any()
-                and (~row_mine).any()
-                and probs[row_mine].min() < probs[~row_mine].max()
-            ):
-                return (
-                    f"{where} you keep a token that is less likely than one you drop: "
-                    "keep the most likely tokens, and give the result in the "
-                    "vocabulary's order"
-                )
-            if n_mine == n_keep:
-                return (
-                    f"{where} you keep the right number of tokens but the wrong ones: "
-                    "keep the most likely, and give the result in the vocabulary's order"
-                )
-            if n_mine == n_keep - 1 and not (row_mine & ~row_keep).any():
-                return (
-                    f"{where} you keep {_tokens(n_mine)}, one too few: the token whose "
-                    "probability makes the sum reach p is kept too"
-                )
-            return (
-                f"{where} you keep {_tokens(n_mine)}, but the smallest set of most likely "
-                f"tokens whose probabilities (after a softmax) add up to p has {n_keep}"
-            )
-        if not torch.equal(got[keep], logits[keep]):
-            return (
-                "the kept tokens must keep their logits, unchanged: not probabilities, not rescaled"
-            )
-        if not torch.isneginf(got[~keep]).all():
-            return "a dropped token needs the logit -inf, not +inf"
-    return None
+    return compare(
+        answer,
+        ((f"for logits of shape {tuple(t.shape)} and p={p}", (t, p)) for t, p in _top_p_cases()),
+        sampling.top_p_filter,
+        inputs=("logits",),
+        atol=0.0,
+        about={"your result": "one logit per token, the same shape as the input"},
+        diagnose=_top_p_hint,
+    )
 
 
 # ---- compute: one temperature by hand ------------------------------------------------------
@@ -168,16 +153,16 @@ def expected_temperature() -> float:
     return round(float(torch.softmax(logits, -1)[0]), 3)
 
 
-@exercise(
+@compute(
     "08.temperature",
     "Next-token logits are [2 ln 6, 0, 0] (2 ln 6 is about 3.58). With temperature 2, what is "
     "the probability of token 0? Work it out by hand: no calculator is needed. Answer with a "
     "float (3 decimals are enough).",
-    solution=expected_temperature,
+    expected_temperature,
+    expect=(int, float),
+    expected="a float",
 )
-def _temperature(answer: Any) -> str | None:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        return f"answer with a float, got {type(answer).__name__}"
+def _temperature(answer: float) -> str | None:
     expected = expected_temperature()
     if abs(answer - expected) < 1.5e-3:
         return None
@@ -311,6 +296,27 @@ def _match_cases() -> list[tuple[str, str]]:
     return cases
 
 
+def _match_hint(got: Any, sample: str, corpus: str) -> str | None:
+    """What is wrong with ``got``, a learner's longest match of ``sample`` in ``corpus``."""
+    if isinstance(got, bool) or not isinstance(got, int):
+        return f"return an int, got {type(got).__name__}"
+    expected = longest_verbatim_match(sample, corpus).length
+    case = f"for sample={sample!r} and corpus={corpus!r} you return {got}"
+    if got < expected:
+        prefix = 0
+        while prefix < len(sample) and sample[: prefix + 1] in corpus:
+            prefix += 1
+        if got == prefix:
+            return (
+                f"{case}, but a longer piece of the sample occurs in the corpus: a "
+                "piece may start anywhere in the sample, not only at its start"
+            )
+        return f"{case}, but a longer piece of the sample occurs in the corpus"
+    if got > expected:
+        return f"{case}, but no piece of the sample that long occurs in the corpus"
+    return None
+
+
 @implement(
     "08.longest_match",
     "Write longest_match(sample, corpus) that returns the length (an int) of the longest "
@@ -319,27 +325,7 @@ def _match_cases() -> list[tuple[str, str]]:
     longest_match,
 )
 def _longest_match(answer: Any) -> str | None:
-    for sample, corpus in _match_cases():
-        got, error = call_learner(answer, sample, corpus)
-        if error:
-            return error
-        if isinstance(got, bool) or not isinstance(got, int):
-            return f"return an int, got {type(got).__name__}"
-        expected = longest_verbatim_match(sample, corpus).length
-        case = f"for sample={sample!r} and corpus={corpus!r} you return {got}"
-        if got < expected:
-            prefix = 0
-            while prefix < len(sample) and sample[: prefix + 1] in corpus:
-                prefix += 1
-            if got == prefix:
-                return (
-                    f"{case}, but a longer piece of the sample occurs in the corpus: a "
-                    "piece may start anywhere in the sample, not only at its start"
-                )
-            return f"{case}, but a longer piece of the sample occurs in the corpus"
-        if got > expected:
-            return f"{case}, but no piece of the sample that long occurs in the corpus"
-    return None
+    return first_hint(answer, _match_cases(), _match_hint)
 
 
 # ---- open question -------------------------------------------------------------------------

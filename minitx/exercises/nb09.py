@@ -16,7 +16,17 @@ from torch import Tensor
 
 from minitx import encoder_decoder, sampling
 from minitx.encoder_decoder import DateTransformer, EncoderDecoder
-from minitx.exercises import call_learner, exercise, teaching_notes, think
+from minitx.exercises import think
+from minitx.exercises.checks import (
+    compare,
+    compute,
+    first_hint,
+    implement,
+    notes,
+    outputs,
+    predict,
+    shape_hint,
+)
 from minitx.tasks import dates
 
 
@@ -35,47 +45,36 @@ def _shift_cases() -> list[tuple[Tensor, int]]:
     return cases
 
 
-@exercise(
+def _shift_hint(name: str, got: dict, want: dict, args: tuple) -> str:
+    """The first position where the learner's decoder input differs, and both ids there."""
+    b, t = (got[name] != want[name]).nonzero()[0].tolist()
+    return (
+        f"the first difference is at row {b}, column {t}: you have {int(got[name][b, t])}, "
+        f"the decoder should read {int(want[name][b, t])}"
+    )
+
+
+@implement(
     "09.shift_right",
     "Write shift_right(tgt, bos_id): tgt is a (B, T) tensor of target ids; return the "
     "decoder's input under teacher forcing, a new (B, T) tensor: the start id, then the "
     "target one step late (its last token dropped). Answer with the function.",
-    kind="implement",
-    solution=lambda: shift_right,
+    shift_right,
 )
 def _shift_right(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
-    for tgt, bos in _shift_cases():
-        given = tgt.clone()
-        got, error = call_learner(answer, given, bos)
-        if error:
-            return error
-        shape = tuple(tgt.shape)
-        if not isinstance(got, Tensor):
-            return f"return a torch.Tensor, got {type(got).__name__}"
-        if not torch.equal(given, tgt):
-            return (
-                "your function changed tgt in place: leave the target as it is and "
-                "build a new tensor"
-            )
-        if tuple(got.shape) != shape:
-            return (
-                f"for tgt of shape {shape} you return shape {tuple(got.shape)}: the "
-                "decoder reads one token per target position"
-            )
-        if got.dtype.is_floating_point or got.dtype == torch.bool:
-            return f"return integer ids (int64), got {got.dtype}"
-        expected = encoder_decoder.shift_right(tgt, bos)
-        diff = (got != expected).nonzero()
-        if len(diff):
-            b, t = diff[0].tolist()
-            return (
-                f"for tgt of shape {shape} and bos_id={bos}, the first difference is at "
-                f"row {b}, column {t}: you have {int(got[b, t])}, the decoder should read "
-                f"{int(expected[b, t])}"
-            )
-    return None
+    return compare(
+        answer,
+        (
+            (f"for tgt of shape {tuple(tgt.shape)} and bos_id={bos}", (tgt, bos))
+            for tgt, bos in _shift_cases()
+        ),
+        encoder_decoder.shift_right,
+        names=("your decoder input",),
+        inputs=("tgt",),
+        dtype=True,
+        about={"your decoder input": "the decoder reads one token per target position"},
+        diagnose=_shift_hint,
+    )
 
 
 def beam_step(
@@ -103,37 +102,31 @@ def _beam_cases() -> list[tuple[Tensor, Tensor, int]]:
     return cases
 
 
-@exercise(
+BEAM_OUTPUTS = ("scores", "parent", "token")
+
+
+@implement(
     "09.beam_step",
     "Write beam_step(log_probs, beam_scores, beam_width): log_probs (B, W, V) are the "
     "next-token log-probabilities of W beams, beam_scores (B, W) their summed "
     "log-probabilities so far (-inf for beams that do not exist yet). Return (scores, parent, "
     "token), each (B, beam_width), best first: the beam_width best extensions of any beam "
     "by any token, the beam each extends, and the token it appends. Answer with the function.",
-    kind="implement",
-    solution=lambda: beam_step,
+    beam_step,
 )
 def _beam_step(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
     for log_probs, beam_scores, width in _beam_cases():
-        got, error = call_learner(answer, log_probs.clone(), beam_scores.clone(), width)
-        if error:
-            return error
-        if (
-            not isinstance(got, (tuple, list))
-            or len(got) != 3
-            or not all(isinstance(t, Tensor) for t in got)
-        ):
-            return "return a tuple of three tensors (scores, parent, token)"
         B, W, V = log_probs.shape
-        case = f"log_probs {(B, W, V)}, beam_width={width}"
-        if any(tuple(t.shape) != (B, width) for t in got):
-            shapes = [tuple(t.shape) for t in got]
-            return (
-                f"with {case}, each of the three must be (B, beam_width) = {(B, width)}, "
-                f"got {shapes}"
-            )
+        case = f"with log_probs {(B, W, V)}, beam_width={width}"
+        got, hint = outputs(answer, (log_probs, beam_scores, width), case, BEAM_OUTPUTS)
+        if got is not None:
+            each = torch.empty(B, width)
+            about = "each of the three is (B, beam_width)"
+            named = zip(BEAM_OUTPUTS, got, strict=True)
+            hints = (shape_hint(t, each, n, case, about) for n, t in named)
+            hint = next((h for h in hints if h), None)
+        if hint is not None:
+            return hint
         scores, parent, token = (t.double() for t in got)
         e_scores = sampling.beam_step(log_probs, beam_scores, width)[0]
         if not torch.allclose(scores, e_scores, atol=1e-9):
@@ -144,10 +137,10 @@ def _beam_step(answer: Any) -> str | None:
                     "score of the beam it extends"
                 )
             if torch.allclose(scores.sort(dim=-1, descending=True).values, e_scores, atol=1e-9):
-                return f"with {case}, the right candidates, but keep them best first"
+                return f"{case}, the right candidates, but keep them best first"
             b, k = (~torch.isclose(scores, e_scores, atol=1e-9)).nonzero()[0].tolist()
             return (
-                f"with {case}, the first wrong score is at row {b}, position {k}: "
+                f"{case}, the first wrong score is at row {b}, position {k}: "
                 "compare every beam extended by every token, all W * V of them"
             )
         picked = (
@@ -163,7 +156,7 @@ def _beam_step(answer: Any) -> str | None:
         if bad.any():
             b, k = bad.nonzero()[0].tolist()
             return (
-                f"with {case}, the scores are right, but parent[{b}, {k}] and "
+                f"{case}, the scores are right, but parent[{b}, {k}] and "
                 f"token[{b}, {k}] do not name the candidate that has that score"
             )
     return None
@@ -202,7 +195,7 @@ def source_change_truth() -> str:
     return "b" if moved == sorted(moved) else "d"
 
 
-@exercise(
+predict(
     "09.source_change",
     f"Feed the untrained date transformer the source {SOURCE_EXAMPLE!r} and the shifted "
     "target of '1998-03-14' (11 decoder positions, teacher forcing). Now change source "
@@ -210,24 +203,18 @@ def source_change_truth() -> str:
     "the same target again. Which decoder positions get different logits? (a) none; "
     "(b) only the positions from 8 on; (c) all 11; (d) only the two that write the month. "
     "Answer with a letter.",
-    kind="predict",
-    solution=lambda: "c",
-)
-def _source_change(answer: Any) -> str | None:
-    if not isinstance(answer, str):
-        return f"answer with one letter, a to d, as a string; got a {type(answer).__name__}"
-    letter = answer.strip().strip("()").lower()
-    if letter not in SOURCE_CHOICES:
-        return f"answer with one letter, a to d; got {answer!r}"
-    if letter == source_change_truth():
-        return None
-    return {
+    SOURCE_CHOICES,
+    source_change_truth,
+    "look at which mask applies between the decoder and the memory",
+    whole=True,
+    hints={
         "a": "the decoder reads the memory through cross-attention: does the memory change?",
         "b": "the causal mask works along the target, between decoder positions; which mask, "
         "if any, limits the source characters a decoder position may read?",
         "d": "the model is untrained: it has not learned which field lives where; what may "
         "each decoder position's cross-attention read?",
-    }.get(letter, "look at which mask applies between the decoder and the memory")
+    },
+)
 
 
 # ---- compute: what the KV cache saves ----------------------------------------------------
@@ -271,7 +258,30 @@ def expected_kv_keys(steps: int, source_length: int, n_layers: int = 2) -> dict[
 KV_CASES = ((1, 5), (2, 3), (5, 9), (9, 4), (16, 30))
 
 
-@exercise(
+def _kv_hint(got: Any, steps: int, S: int) -> str | None:
+    """What is wrong with ``got``, a learner's key counts for ``steps`` steps from a source
+    of ``S`` characters."""
+    if not isinstance(got, dict) or set(got) != {"without", "with"}:
+        return "return a dict with the keys 'without' and 'with'"
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in got.values()):
+        return "return ints"
+    expected = expected_kv_keys(steps, S)
+    where = f"for steps={steps}, source_length={S}"
+    if got["without"] != expected["without"]:
+        if got["without"] in (steps * steps, steps * S):
+            return f"{where}, without: at step t the prefix holds t tokens, not all of them"
+        return (
+            f"{where}, without: step t computes a key for each of the t tokens "
+            "written so far; add them up"
+        )
+    if got["with"] != expected["with"]:
+        if got["with"] == S:
+            return f"{where}, with: the self-attention's keys come from the target, not the source"
+        return f"{where}, with: the cache keeps every earlier key; how many are new per step?"
+    return None
+
+
+@compute(
     "09.kv_cache",
     "A decoder writes greedily for `steps` steps, one token per step, from a source of "
     "`source_length` characters. Write key_vectors(steps, source_length) that returns how "
@@ -279,36 +289,10 @@ KV_CASES = ((1, 5), (2, 3), (5, 9), (9, 4), (16, 30))
     "{'without': ..., 'with': ...}, (a) without a cache, when every step runs the decoder "
     "again on everything written so far, and (b) with the KV cache. Work the count out by "
     "hand, then answer with the function.",
-    kind="compute",
-    solution=lambda: key_vectors,
+    lambda: key_vectors,
 )
 def _kv_cache(answer: Any) -> str | None:
-    if not callable(answer):
-        return f"answer with a function, got {type(answer).__name__}"
-    for steps, S in KV_CASES:
-        got, error = call_learner(answer, steps, S)
-        if error:
-            return error
-        if not isinstance(got, dict) or set(got) != {"without", "with"}:
-            return "return a dict with the keys 'without' and 'with'"
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in got.values()):
-            return "return ints"
-        expected = expected_kv_keys(steps, S)
-        where = f"for steps={steps}, source_length={S}"
-        if got["without"] != expected["without"]:
-            if got["without"] in (steps * steps, steps * S):
-                return f"{where}, without: at step t the prefix holds t tokens, not all of them"
-            return (
-                f"{where}, without: step t computes a key for each of the t tokens "
-                "written so far; add them up"
-            )
-        if got["with"] != expected["with"]:
-            if got["with"] == S:
-                return (
-                    f"{where}, with: the self-attention's keys come from the target, not the source"
-                )
-            return f"{where}, with: the cache keeps every earlier key; how many are new per step?"
-    return None
+    return first_hint(answer, KV_CASES, _kv_hint)
 
 
 # ---- open questions ----------------------------------------------------------------------
@@ -342,8 +326,10 @@ think(
     "from, not the rule that used it; alignments are a view, not an explanation.",
 )
 
-teaching_notes(
+notes(
     "09",
+    70,
+    "source_change shift_right beam_step fair_budget",
     goals=(
         "Name the parts of the encoder-decoder transformer and the order of the three "
         "sublayers of a decoder block.",
@@ -361,6 +347,4 @@ teaching_notes(
         "Beam search finds the correct output; it finds outputs the model rates more likely.",
         "Cross-attention weights are a complete account of how an output was computed.",
     ),
-    reading_minutes=70,
-    assign=("09.source_change", "09.shift_right", "09.beam_step", "09.fair_budget"),
 )

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, prediction, wrong, wrong_answers
 from minitx.exercises import nb03
 
 RIGHT_ISO = ["2005-04-03", "1951-11-30", "2049-02-01", "1987-07-14"]
@@ -50,10 +50,12 @@ def vectorised(s, h, W, U, v, mask):
     return torch.bmm(weights[:, None, :], h)[:, 0], weights
 
 
+@wrong("03.additive", "which is padding")
 def no_mask(s, h, W, U, v, mask):
     return vectorised(s, h, W, U, v, torch.ones_like(mask))
 
 
+@wrong("03.additive", "which is padding")
 def mask_as_zero_score(s, h, W, U, v, mask):
     """Sets padded scores to 0 instead of -inf: padding keeps some weight."""
     scores = torch.tanh((s @ W.T)[:, None, :] + h @ U.T) @ v
@@ -61,29 +63,34 @@ def mask_as_zero_score(s, h, W, U, v, mask):
     return (weights[:, :, None] * h).sum(1), weights
 
 
+@wrong("03.additive", "add up to 1")
 def softmax_over_batch(s, h, W, U, v, mask):
     scores = (torch.tanh((s @ W.T)[:, None, :] + h @ U.T) @ v).masked_fill(~mask, -1e30)
     weights = torch.softmax(scores, dim=0)
     return (weights[:, :, None] * h).sum(1), weights
 
 
+@wrong("03.additive", "first wrong weight")
 def no_tanh(s, h, W, U, v, mask):
     scores = (((s @ W.T)[:, None, :] + h @ U.T) @ v).masked_fill(~mask, -1e30)
     weights = torch.softmax(scores, dim=1)
     return (weights[:, :, None] * h).sum(1), weights
 
 
+@wrong("03.additive", "the context is not")
 def mean_context(s, h, W, U, v, mask):
     """Right weights, but the context is the plain mean of the real states."""
     _, weights = vectorised(s, h, W, U, v, mask)
     return (h * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True), weights
 
 
+@wrong("03.additive", "NaN")
 def nan_on_padding(s, h, W, U, v, mask):
     context, weights = vectorised(s, h, W, U, v, mask)
     return context, weights.masked_fill(~mask, float("nan"))
 
 
+@wrong("03.additive", "weights should have shape")
 def weights_transposed(s, h, W, U, v, mask):
     context, weights = vectorised(s, h, W, U, v, mask)
     return context, weights.T
@@ -105,29 +112,18 @@ CASES: dict[str, Case] = {
     ),
     "03.additive": Case(
         right=(by_loops, vectorised, nb03.additive_attention),
-        wrong=(
-            (no_mask, "which is padding"),
-            (mask_as_zero_score, "which is padding"),
-            (softmax_over_batch, "add up to 1"),
-            (no_tanh, "first wrong weight"),
-            (mean_context, "the context is not"),
-            (nan_on_padding, "NaN"),
-            (weights_transposed, "weights must be (B, T)"),
-            (lambda *args: args[0], "pair (context, weights)"),
+        wrong=wrong_answers(
+            "03.additive",
+            (lambda *args: args[0], "tuple (context, weights)"),
             (lambda *args: 1 / 0, "ZeroDivisionError"),
             ("softmax", "a function"),
         ),
         never=("tanh(", "masked_fill", "-inf"),
     ),
-    "03.duplicate": Case(
-        right=("B", " (b) "),  # a letter in any case, with or without brackets
-        wrong=(
-            ("a", "denominator"),
-            ("c", "two copies of h_3"),
-            ("d", "which part of that depends"),
-            ("e", "one letter, a to d"),
-            (2, "as a string"),
-        ),
+    "03.duplicate": prediction(
+        ("B", " (b) "),  # a letter in any case, with or without brackets
+        {"a": "denominator", "c": "two copies of h_3", "d": "which part of that depends"},
+        no_letter=("e", 2),
         never=("toward", "closer"),
     ),
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from exercise_cases import Case
+from exercise_cases import Case, prediction
 from minitx.exercises import nb09 as E
 
 
@@ -73,7 +73,7 @@ CASES: dict[str, Case] = {
                 lambda lp, s, w: (beam_step(lp, s, w)[0], *beam_step(lp, s, w)[2:0:-1]),
                 "do not name the candidate",
             ),
-            (lambda lp, s, w: beam_step(lp, s, 1), "must be (B, beam_width)"),
+            (lambda lp, s, w: beam_step(lp, s, 1), "(B, beam_width)"),
             (lambda lp, s, w: beam_step(lp, s, w)[0], "three tensors"),
             (lambda lp, s, w: beam_step(lp[:, :1], s[:, :1], w), "first wrong score"),
         ),
@@ -92,15 +92,10 @@ CASES: dict[str, Case] = {
         ),
         never=("(steps + 1)", "sum(range"),
     ),
-    "09.source_change": Case(
-        right=("C", " (c) "),  # a letter in any case, with or without brackets
-        wrong=(
-            ("a", "does the memory change"),
-            ("b", "which mask, if any"),
-            ("d", "untrained"),
-            ("x", "one letter, a to d"),
-            (3, "as a string"),
-        ),
+    "09.source_change": prediction(
+        ("C", " (c) "),  # a letter in any case, with or without brackets
+        {"a": "does the memory change", "b": "which mask, if any", "d": "untrained"},
+        no_letter=("x", 3),
         never=("all 11", "every position"),
     ),
     "09.shift_right": Case(
@@ -112,15 +107,15 @@ CASES: dict[str, Case] = {
             (lambda t, b: t, "first difference is at row 0, column 0"),
             (
                 lambda t, b: torch.cat([torch.full_like(t[:, :1], b), t], 1),
-                "you return shape (1, 2)",
+                "yours has (1, 2)",
             ),
             (
                 lambda t, b: torch.cat([t[:, 1:], torch.full_like(t[:, :1], b)], 1),
                 "first difference",
             ),
             (shift_in_place, "in place"),
-            (lambda t, b: shift_right(t, b).float(), "integer ids"),
-            (lambda t, b: shift_right(t, b).tolist(), "torch.Tensor"),
+            (lambda t, b: shift_right(t, b).float(), "torch.int64 tensor"),
+            (lambda t, b: shift_right(t, b).tolist(), "return a tensor"),
             (lambda t, b: 1 / 0, "ZeroDivisionError"),
             (3, "a function"),
         ),
