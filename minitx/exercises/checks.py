@@ -163,7 +163,8 @@ def outputs(
         if not torch.equal(before, after):
             return (
                 None,
-                f"your function changed {name} in place: leave it as it is and return a new tensor",
+                f"your function changed {name} in place: leave its input as it is and return "
+                "a new tensor",
             )
     if len(names) > 1:
         if not isinstance(result, tuple | list) or len(result) != len(names):

@@ -175,8 +175,8 @@ def guide() -> str:
         "- A progress table over submitted notebooks, read without running them: "
         "`minitx progress submissions/ --csv progress.csv`.",
         "- Run times: each notebook run top to bottom in a fresh kernel by "
-        f"`python benchmarks/bench_notebooks.py --record` on {machine or 'no machine yet'}, "
-        "the kind of machine the course is tested on; a recent laptop is about as fast.",
+        f"`python benchmarks/bench_notebooks.py --record` on {machine or 'no machine yet'} "
+        "(the machine the course's own CI runs on). Re-run it on your machines to plan a class.",
         "",
     ]
     for notebook in NOTEBOOKS:
