@@ -122,23 +122,21 @@ class _Layer(nn.Module):
     torch_type: type[nn.RNNBase]
 
     def forward(self, x: Tensor, state: State | None = None) -> tuple[Tensor, State]:
-        cell = self.cell
-        if x.dim() != 3 or x.size(2) != cell.input_size or x.size(1) == 0:
-            raise ValueError(
-                f"expected input (B, T, {cell.input_size}) with T >= 1, got {tuple(x.shape)}"
-            )
-        B, T, _ = x.size()
-        state = self._unpack(state, B)
+        state = self._initial_state(x, state)  # checks x (B, T, C) and the state
         outputs = []
-        for t in range(T):  # the sequential bottleneck: step t needs step t-1
-            state = cell(x[:, t], state)
+        for t in range(x.size(1)):  # the sequential bottleneck: step t needs step t-1
+            state = self.cell(x[:, t], state)
             outputs.append(state[0] if isinstance(state, tuple) else state)
         y = torch.stack(outputs, dim=1)  # (B, T, H)
         return y, self._pack(state)
 
-    def _unpack(self, state: State | None, B: int) -> State | None:
+    def _initial_state(self, x: Tensor, state: State | None) -> State | None:
+        C = self.cell.input_size
+        if x.dim() != 3 or x.size(2) != C or x.size(1) == 0:
+            raise ValueError(f"expected input (B, T, {C}) with T >= 1, got {tuple(x.shape)}")
         if state is None:
             return None
+        B = x.size(0)
         H, lstm = self.cell.hidden_size, isinstance(self, LSTM)
         if lstm != isinstance(state, tuple) or (lstm and len(state) != 2):
             want = "a tuple (h0, c0)" if lstm else "a tensor h0"

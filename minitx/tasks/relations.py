@@ -313,14 +313,7 @@ class RelationNet(nn.Module):
         return cls(task.vocab_size, task.seq_len, **kwargs)
 
     def forward(self, x: Tensor, need_weights: bool = False) -> RelationOutput:
-        if not isinstance(x, Tensor) or x.dim() != 2 or x.dtype != torch.long:
-            raise ValueError(
-                f"x must be a long tensor (B, T), got "
-                f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
-            )
-        if x.size(1) != self.seq_len:
-            raise ValueError(f"expected sequences of length {self.seq_len}, got {x.size(1)}")
-        T = x.size(1)
+        T = self._check_ids(x)
         h = self.tok_emb(x) + self.pos_emb(torch.arange(T, device=x.device))  # (B, T, C)
         weights = []
         for attn in self.layers:
@@ -329,6 +322,16 @@ class RelationNet(nn.Module):
             weights.append(w)
         stacked = torch.stack(weights) if need_weights else None  # (L, B, H, T, T)
         return RelationOutput(self.prev_head(h), self.partner_head(h), stacked)
+
+    def _check_ids(self, x: Tensor) -> int:
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.dtype != torch.long:
+            raise ValueError(
+                f"x must be a long tensor (B, T), got "
+                f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+            )
+        if x.size(1) != self.seq_len:
+            raise ValueError(f"expected sequences of length {self.seq_len}, got {x.size(1)}")
+        return x.size(1)
 
     @torch.no_grad()
     def attention_maps(self, x: Tensor) -> Tensor:
