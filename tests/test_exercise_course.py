@@ -124,15 +124,27 @@ def printed_in(text: str, x: float) -> str | None:
     return None
 
 
+def _stable(cell: dict) -> bool:
+    """False for a cell marked ``# NBVAL_IGNORE_OUTPUT``: its numbers (timings, progress)
+    change on every run, so they cannot show a learner a number that answers an exercise."""
+    return not "".join(cell["source"]).startswith("# NBVAL_IGNORE_OUTPUT")
+
+
 def earlier_outputs(name: str) -> str:
     notebook = name[:2]
     text = []
     for nb in NOTEBOOK_FILES:
         if nb < notebook:
-            text += [_output_text(c) for c in _cells(nb)]
+            text += [_output_text(c) for c in _cells(nb) if _stable(c)]
     cells = _cells(notebook)
-    text += [_output_text(c) for c in cells[: _check_cell_index(cells, name)]]
+    text += [_output_text(c) for c in cells[: _check_cell_index(cells, name)] if _stable(c)]
     return "\n".join(text)
+
+
+def test_the_printed_answer_rule_skips_only_outputs_that_change_every_run():
+    timing = {"cell_type": "code", "source": ["# NBVAL_IGNORE_OUTPUT\n", "time_it()\n"]}
+    assert not _stable(timing)
+    assert _stable({"cell_type": "code", "source": ["print(round(loss, 2))\n"]})
 
 
 def test_the_printed_answer_rule_catches_a_planted_answer():
