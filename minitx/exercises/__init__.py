@@ -74,16 +74,18 @@ _NOTES: dict[str, TeachingNotes] = {}
 
 def teaching_notes(
     notebook: str,
+    minutes: int,
+    assign: str,
     *,
     goals: tuple[str, ...],
     misconceptions: tuple[str, ...],
-    reading_minutes: int,
-    assign: tuple[str, ...],
 ) -> None:
-    """Record the teacher's guide entry of ``notebook`` (``assign``: exercise names)."""
+    """Record the teacher's guide entry of ``notebook``: ``minutes`` of reading, and the
+    exercises to assign by their short names, separated by spaces ("batch_size pad_and_mask")."""
     if notebook not in NOTEBOOKS or notebook in _NOTES:
         raise ValueError(f"teaching notes for notebook {notebook!r}: unknown or given twice")
-    _NOTES[notebook] = TeachingNotes(notebook, goals, misconceptions, reading_minutes, assign)
+    names = tuple(f"{notebook}.{short}" for short in assign.split())
+    _NOTES[notebook] = TeachingNotes(notebook, goals, misconceptions, minutes, names)
 
 
 def notes(notebook: str) -> TeachingNotes | None:

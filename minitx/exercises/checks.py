@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from minitx.exercises import call_learner, exercise, teaching_notes
+from minitx.exercises import call_learner, exercise
 
 # ---- multiple-choice predictions ----------------------------------------------------------
 
@@ -343,25 +343,3 @@ def _swapped(got: list[Tensor], want: list[Tensor], atol: float, rtol: float) ->
     if [g.shape for g in got] == [w.shape for w in want]:
         return not fits(got) and fits(got[::-1])
     return [g.shape for g in got[::-1]] == [w.shape for w in want]
-
-
-# ---- teaching notes -----------------------------------------------------------------------
-
-
-def notes(
-    notebook: str,
-    minutes: int,
-    assign: str,
-    *,
-    goals: tuple[str, ...],
-    misconceptions: tuple[str, ...],
-) -> None:
-    """Record ``notebook``'s teaching notes: ``minutes`` of reading, and the exercises to
-    assign by their short names, separated by spaces ("batch_size pad_and_mask")."""
-    teaching_notes(
-        notebook,
-        goals=goals,
-        misconceptions=misconceptions,
-        reading_minutes=minutes,
-        assign=tuple(f"{notebook}.{short}" for short in assign.split()),
-    )

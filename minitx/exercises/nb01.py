@@ -8,8 +8,8 @@ from functools import cache
 import torch
 from torch import nn
 
-from minitx.exercises import exercise, think
-from minitx.exercises.checks import compare, implement, notes, predict
+from minitx.exercises import exercise, teaching_notes, think
+from minitx.exercises.checks import compare, implement, predict
 from minitx.sequences import corpus_padding_waste, pad_batch, padding_stats
 from minitx.tokenizer import CharTokenizer
 
@@ -228,7 +228,7 @@ think(
 )
 
 
-notes(
+teaching_notes(
     "01",
     40,
     "batch_size pad_and_mask average_order bucketing",

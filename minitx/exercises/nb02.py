@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minitx.exercises import close, exercise, think
-from minitx.exercises.checks import compare, implement, notes, predict
+from minitx.exercises import close, exercise, teaching_notes, think
+from minitx.exercises.checks import compare, implement, predict
 from minitx.gradients import gradient_norms_by_distance
 from minitx.rnn import LSTM, RNN, LSTMCell
 
@@ -264,7 +264,7 @@ think(
 )
 
 
-notes(
+teaching_notes(
     "02",
     60,
     "hidden_size lstm_step cnn_reach cnn_or_rnn",

@@ -16,8 +16,8 @@ import torch
 from torch import Tensor
 
 from minitx.attention import AdditiveAttention
-from minitx.exercises import think
-from minitx.exercises.checks import compare, compute, implement, notes, predict
+from minitx.exercises import teaching_notes, think
+from minitx.exercises.checks import compare, compute, implement, predict
 from minitx.tasks import dates
 
 # The four sources of "03.iso": (date, format); the prompt shows format_date of each.
@@ -227,7 +227,7 @@ think(
     "attention is the change to make; a larger H alone postpones the problem.",
 )
 
-notes(
+teaching_notes(
     "03",
     60,
     "additive duplicate bottleneck",

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from minitx.attention import scaled_dot_product_attention
-from minitx.exercises import close, exercise, think
-from minitx.exercises.checks import compare_attention, implement, notes, predict
+from minitx.exercises import close, exercise, teaching_notes, think
+from minitx.exercises.checks import compare_attention, implement, predict
 from minitx.word_attention import embed_tokens, random_projections
 
 DT = torch.float64
@@ -258,7 +258,7 @@ think(
 )
 
 
-notes(
+teaching_notes(
     "04",
     50,
     "shift_keys attention tiny why_scale",

@@ -16,11 +16,10 @@ from typing import Any
 import torch
 
 from minitx.attention import masked_softmax, scaled_dot_product_attention
-from minitx.exercises import call_learner, exercise, think
+from minitx.exercises import call_learner, exercise, teaching_notes, think
 from minitx.exercises.checks import (
     compare_attention,
     implement,
-    notes,
     outputs,
     predict,
     shape_hint,
@@ -326,7 +325,7 @@ think(
 )
 
 
-notes(
+teaching_notes(
     "05",
     60,
     "change_first masked_softmax combined spot_leak",

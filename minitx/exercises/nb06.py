@@ -17,11 +17,10 @@ import torch
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention, scaled_dot_product_attention
-from minitx.exercises import call_learner, think
+from minitx.exercises import call_learner, teaching_notes, think
 from minitx.exercises.checks import (
     first_difference,
     implement,
-    notes,
     outputs,
     predict,
     shape_hint,
@@ -253,7 +252,7 @@ think(
 )
 
 
-notes(
+teaching_notes(
     "06",
     60,
     "split_heads merge_heads swap_heads why_heads",

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from minitx.exercises import close, exercise, think
-from minitx.exercises.checks import compare, first_difference, implement, notes, predict
+from minitx.exercises import close, exercise, teaching_notes, think
+from minitx.exercises.checks import compare, first_difference, implement, predict
 from minitx.masks import causal_mask
 from minitx.transformer import TransformerBlock, sinusoidal_positions
 
@@ -263,7 +263,7 @@ think(
 )
 
 
-notes(
+teaching_notes(
     "07",
     70,
     "sinusoidal no_positions window_reach long_context",

@@ -20,8 +20,8 @@ from torch import Tensor
 
 from minitx import sampling
 from minitx.analysis import estimate_loss, longest_verbatim_match
-from minitx.exercises import exercise, think
-from minitx.exercises.checks import compare, compute, first_hint, implement, letter, notes
+from minitx.exercises import exercise, teaching_notes, think
+from minitx.exercises.checks import compare, compute, first_hint, implement, letter
 
 TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
 TEMPERATURE = 2.0
@@ -354,7 +354,7 @@ think(
 )
 
 
-notes(
+teaching_notes(
     "08",
     65,
     "top_p capitals longest_match harms",

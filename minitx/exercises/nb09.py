@@ -16,13 +16,12 @@ from torch import Tensor
 
 from minitx import encoder_decoder, sampling
 from minitx.encoder_decoder import DateTransformer, EncoderDecoder
-from minitx.exercises import think
+from minitx.exercises import teaching_notes, think
 from minitx.exercises.checks import (
     compare,
     compute,
     first_hint,
     implement,
-    notes,
     outputs,
     predict,
     shape_hint,
@@ -326,7 +325,7 @@ think(
     "from, not the rule that used it; alignments are a view, not an explanation.",
 )
 
-notes(
+teaching_notes(
     "09",
     70,
     "source_change shift_right beam_step fair_budget",

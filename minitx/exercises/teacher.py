@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitx.exercises import KINDS, NOTEBOOKS, Exercise, get, names, notes
+from minitx.exercises import KINDS, NOTEBOOKS, get, names, notes
 
 RUN_TIMES = Path(__file__).resolve().parents[2] / "benchmarks" / "notebook_times.json"
 
@@ -238,7 +238,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = [
-    "Exercise",
     "Progress",
     "counts",
     "guide",
