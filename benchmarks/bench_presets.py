@@ -1,36 +1,45 @@
-"""The ``cpu`` preset against the common laptop recipe, trained side by side with minitx.
+"""The ``cpu`` preset against the common laptop recipe, and what each of its levers buys.
 
 The laptop recipe (nanoGPT's README, "I only have a MacBook"): 4 layers x 128 wide,
 4 heads, block 64, batch 12, 2000 AdamW steps at a constant learning rate of 1e-3, no
 dropout. The ``cpu`` preset has to reach a lower validation loss in no more wall time.
 
-Both runs happen in this one process, on the same machine, in alternating chunks of
-``--chunk`` steps (baseline chunk, preset chunk, baseline chunk, ...), so that a
-change in the machine's load during the benchmark hits both about equally. Each run's
-wall time is the sum of its own chunks (training plus its periodic evaluations, as
-``minitx train`` would spend it); so is its CPU time (``time.process_time``), which on a
-machine shared with other busy processes is the steadier measure of the work done
-(with one thread, CPU time is what the wall time would be on an idle core). After
-training, both models are scored on the whole validation split in non-overlapping
-windows of their own block size (not timed).
+Ablation: the ``cpu`` preset again with one lever switched back at a time (AdamW for
+the matrices instead of Muon, cosine instead of warmup-stable-decay, the laptop
+recipe's batch of 12 at the same number of tokens, a longer context at the same number
+of tokens, an untied head, ReLU² instead of GELU, ``torch.compile``).
 
-    python benchmarks/bench_presets.py              # the full comparison (minutes)
-    python benchmarks/bench_presets.py --quick      # 100 steps each: a smoke run
+All runs happen in this one process, on the same machine, in alternating chunks (an
+eighth of each run at a time), so that a change in the machine's load hits every run
+about equally. Each run's wall time is the sum of its own chunks (training plus its
+periodic evaluations, as ``minitx train`` would spend it, and compilation where it
+compiles). After training every model is scored on the whole validation split in
+non-overlapping windows of its own block size (``minitx.analysis.split_loss``, not
+timed).
+
+    python benchmarks/bench_presets.py                 # the full table (about 20 minutes)
+    python benchmarks/bench_presets.py --record        # ... and write presets_ablation.json
+    python benchmarks/bench_presets.py --quick         # a few steps each: a smoke run
+    python benchmarks/bench_presets.py --only cpu laptop-recipe
     OMP_NUM_THREADS=1 python benchmarks/bench_presets.py   # on a machine shared with others
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import math
 import os
 import platform
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 
-from minitx.batches import BlockBatches, sequential_blocks
+from minitx.analysis import split_loss
+from minitx.batches import BlockBatches
 from minitx.data import load_text, train_val_split
 from minitx.gpt import GPT
 from minitx.presets import Preset, get_preset
@@ -38,30 +47,54 @@ from minitx.runtime import plan_runtime
 from minitx.tokenizer import CharTokenizer
 from minitx.trainer import Trainer, count_parameters
 
+CHUNKS = 8
+RECORD = Path(__file__).with_name("presets_ablation.json")
 
-def laptop_baseline() -> Preset:
-    """The common laptop recipe: the cpu preset's shape, with biases and a constant lr 1e-3."""
+
+def laptop_recipe() -> Preset:
+    """The common laptop recipe: 4x128 with biases, AdamW at a constant lr 1e-3, batch 12 x 2000."""
     recipe = get_preset("cpu").with_overrides(
         model={"bias": True},
-        train={"learning_rate": 1e-3, "min_lr": 1e-3, "warmup_steps": 0},
+        train={"optimizer": "adamw", "schedule": "cosine", "learning_rate": 1e-3,
+               "min_lr": 1e-3, "warmup_steps": 0, "batch_size": 12, "max_steps": 2000},
     )
-    return replace(
-        recipe,
-        name="laptop-baseline",
-        description="4x128, block 64, batch 12, 2000 steps, constant lr 1e-3, no dropout",
+    return replace(recipe, name="laptop-recipe",
+                   description="4x128, block 64, batch 12, 2000 steps, constant lr 1e-3")
+
+
+@dataclass
+class Variant:
+    """One row of the table: a recipe, and whether its step is compiled."""
+
+    label: str
+    preset: Preset
+    compile: bool = False
+
+
+def same_tokens(preset: Preset, batch_size: int, block_size: int | None = None) -> Preset:
+    """``preset`` with another batch (and context), its step count scaled to the same tokens."""
+    block_size = block_size or preset.model["block_size"]
+    steps = round(preset.train.max_steps * preset.tokens_per_step / (batch_size * block_size))
+    return preset.with_overrides(
+        model={"block_size": block_size},
+        train={"batch_size": batch_size, "max_steps": steps,
+               "warmup_steps": round(preset.train.warmup_steps * steps / preset.train.max_steps)},
     )
 
 
-@torch.no_grad()
-def full_val_loss(model: torch.nn.Module, val: torch.Tensor, block_size: int) -> float:
-    """Mean next-token loss over the whole validation split (non-overlapping windows)."""
-    model.eval()
-    total, n = 0.0, 0
-    for x, y in sequential_blocks(val, block_size, batch_size=64):
-        _, loss = model(x, y)
-        total += loss.item() * y.numel()
-        n += y.numel()
-    return total / n
+def variants() -> list[Variant]:
+    cpu = get_preset("cpu")
+    return [
+        Variant("laptop-recipe", laptop_recipe()),
+        Variant("cpu", cpu),
+        Variant("cpu, AdamW only", cpu.with_overrides(train={"optimizer": "adamw"})),
+        Variant("cpu, cosine", cpu.with_overrides(train={"schedule": "cosine"})),
+        Variant("cpu, batch 12", same_tokens(cpu, batch_size=12)),
+        Variant("cpu, context 128", same_tokens(cpu, batch_size=16, block_size=128)),
+        Variant("cpu, untied head", cpu.with_overrides(model={"tied_head": False})),
+        Variant("cpu, ReLU²", cpu.with_overrides(model={"activation": "relu2"})),
+        Variant("cpu, compiled", cpu, compile=True),
+    ]
 
 
 def load_average() -> str:
@@ -74,9 +107,11 @@ def load_average() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 steps each (smoke run)")
-    parser.add_argument("--chunk", type=int, default=250, help="steps per alternating chunk")
+    parser.add_argument("--quick", action="store_true", help="a few steps each (smoke run)")
+    parser.add_argument("--only", nargs="+", metavar="LABEL", help="run only these rows")
     parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--record", action="store_true",
+                        help=f"write the table to {RECORD.name} (notebook 08 reads it)")
     args = parser.parse_args(argv)
 
     text = load_text("tinyshakespeare")
@@ -84,87 +119,91 @@ def main(argv: list[str] | None = None) -> None:
     data = torch.tensor(tok.encode(text), dtype=torch.long)
     train, val = train_val_split(data, 0.9)
 
+    chosen = variants()
+    if args.only:
+        unknown = set(args.only) - {v.label for v in chosen}
+        if unknown:
+            raise SystemExit(f"unknown rows {sorted(unknown)}; known: {[v.label for v in chosen]}")
+        chosen = [v for v in chosen if v.label in args.only]
     runs = []
-    for preset in (laptop_baseline(), get_preset("cpu")):
+    for v in chosen:
         overrides = {"seed": args.seed}
         if args.quick:
-            overrides.update(
-                max_steps=100, eval_interval=50, warmup_steps=min(10, preset.train.warmup_steps)
-            )
-        preset = preset.with_overrides(train=overrides)
+            overrides.update(max_steps=16, eval_interval=8, warmup_steps=2)
+        preset = v.preset.with_overrides(train=overrides)
         torch.manual_seed(args.seed)
         model = GPT(preset.gpt_config(tok.vocab_size))
         batches = BlockBatches(train, val, preset.model["block_size"], preset.train.batch_size)
-        runs.append(
-            {
-                "preset": preset,
-                "trainer": Trainer(model, preset.train, batches, runtime=plan_runtime("cpu"),
-                                   progress=False),
-                "wall": 0.0,
-                "cpu": 0.0,
-                "curve": [],
-            }
-        )
+        runtime = plan_runtime("cpu", compile=v.compile)
+        trainer = Trainer(model, preset.train, batches, runtime=runtime, progress=False)
+        runs.append({"variant": v, "preset": preset, "trainer": trainer, "wall": 0.0})
 
     threads = runs[0]["trainer"].runtime.num_threads
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
         f"{threads} thread(s) (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})"
     )
-    print(f"load average at start: {load_average()}")
-
-    while any(r["trainer"].step < r["preset"].train.max_steps for r in runs):
+    print(f"load average at start: {load_average()}", flush=True)
+    for chunk in range(1, CHUNKS + 1):
         for r in runs:
             trainer, max_steps = r["trainer"], r["preset"].train.max_steps
-            if trainer.step >= max_steps:
-                continue
-            t0, c0 = time.perf_counter(), time.process_time()
-            trainer.train(max_steps=min(trainer.step + args.chunk, max_steps))
+            t0 = time.perf_counter()
+            trainer.train(max_steps=math.ceil(max_steps * chunk / CHUNKS))
             r["wall"] += time.perf_counter() - t0
-            r["cpu"] += time.process_time() - c0
-            r["curve"].append((r["wall"], trainer.last_val_loss))
-            print(
-                f"  {r['preset'].name:>15}: step {trainer.step:5d}  {r['wall']:7.1f} s  "
-                f"val {trainer.last_val_loss:.4f}",
-                flush=True,
-            )
+        print(f"  chunk {chunk}/{CHUNKS} done: "
+              + ", ".join(f"{r['variant'].label} {r['wall']:.0f} s" for r in runs), flush=True)
     print(f"load average at end: {load_average()}")
 
     print()
-    header = (
-        f"{'configuration':<16} {'params':>8} {'steps':>6} {'tokens':>10} {'wall s':>8} "
-        f"{'CPU s':>8} {'tokens/s':>9} {'val (20 batches)':>17} {'val (full split)':>17}"
-    )
+    header = (f"{'configuration':<18} {'params':>7} {'batch':>7} {'steps':>5} {'tokens':>9} "
+              f"{'wall s':>7} {'tokens/s':>8} {'val (full split)':>16} {'vs cpu':>7}")
     print(header)
     print("-" * len(header))
     results = {}
     for r in runs:
         p, trainer = r["preset"], r["trainer"]
         tokens = trainer.step * p.tokens_per_step
-        full = full_val_loss(trainer.model, val, p.model["block_size"])
-        results[p.name] = (full, r["wall"], r["cpu"])
-        print(
-            f"{p.name:<16} {count_parameters(trainer.model) / 1e6:7.2f}M {trainer.step:6d} "
-            f"{tokens:10,d} {r['wall']:8.1f} {r['cpu']:8.1f} {tokens / r['wall']:9.0f} "
-            f"{trainer.last_val_loss:17.4f} {full:17.4f}"
-        )
-    print()
-    print("validation loss (20 fixed batches) against wall time, after each chunk:")
+        loss = split_loss(trainer.model, val, p.model["block_size"])
+        results[r["variant"].label] = (loss, r["wall"])
+        r["tokens"], r["loss"] = tokens, loss
+    base = results.get("cpu", (math.nan, math.nan))[0]
     for r in runs:
-        points = [f"{t:.0f}s:{loss:.3f}" for t, loss in r["curve"]]
-        print(f"  {r['preset'].name:>15}: " + "  ".join(points))
-
-    (base_loss, base_wall, base_cpu) = results["laptop-baseline"]
-    (cpu_loss, cpu_wall, cpu_cpu) = results["cpu"]
-    print()
-    print(
-        f"cpu preset vs laptop recipe: val {cpu_loss:.4f} vs {base_loss:.4f} "
-        f"({cpu_loss - base_loss:+.4f}), wall {cpu_wall:.0f} s vs {base_wall:.0f} s "
-        f"({cpu_wall / base_wall:.2f}x), CPU time {cpu_cpu:.0f} s vs {base_cpu:.0f} s "
-        f"({cpu_cpu / base_cpu:.2f}x)"
-    )
-    if not math.isfinite(cpu_loss):
-        raise SystemExit("the cpu preset diverged")
+        p, label = r["preset"], r["variant"].label
+        batch = f"{p.train.batch_size}x{p.model['block_size']}"
+        print(f"{label:<18} {count_parameters(r['trainer'].model) / 1e6:6.2f}M {batch:>7} "
+              f"{r['trainer'].step:5d} {r['tokens']:9,d} {r['wall']:7.1f} "
+              f"{r['tokens'] / r['wall']:8.0f} {r['loss']:16.4f} {r['loss'] - base:+7.4f}")
+    if {"cpu", "laptop-recipe"} <= set(results):
+        (cpu_loss, cpu_wall), (lap_loss, lap_wall) = results["cpu"], results["laptop-recipe"]
+        print()
+        print(f"cpu preset vs laptop recipe: val {cpu_loss:.4f} vs {lap_loss:.4f} "
+              f"({cpu_loss - lap_loss:+.4f}), wall {cpu_wall:.0f} s vs {lap_wall:.0f} s "
+              f"({cpu_wall / lap_wall:.2f}x)")
+        verdict = cpu_loss <= 1.70 and cpu_wall <= lap_wall
+        print(f"target (val <= 1.70 in no more wall time than the laptop recipe): "
+              f"{'met' if verdict else 'NOT met'}")
+    if not all(math.isfinite(loss) for loss, _ in results.values()):
+        raise SystemExit("a run diverged")
+    if args.record:
+        if args.quick or args.only:
+            raise SystemExit("--record needs the full table: drop --quick and --only")
+        rows = [
+            {"configuration": r["variant"].label, "val_loss": round(r["loss"], 4),
+             "wall_s": round(r["wall"], 1), "steps": r["trainer"].step,
+             "batch_size": r["preset"].train.batch_size,
+             "block_size": r["preset"].model["block_size"], "tokens": r["tokens"]}
+            for r in runs
+        ]
+        record = {
+            "command": "python benchmarks/bench_presets.py --record",
+            "date": datetime.date.today().isoformat(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+            "threads": threads,
+            "torch": torch.__version__,
+            "rows": rows,
+        }
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {RECORD}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ GROUPS = [
     ("Multi-head attention (06)", ["minitx.tasks.relations"]),
     (
         "The transformer block and its cost (07)",
-        ["minitx.positions", "minitx.transformer", "minitx.weights", "minitx.cost"],
+        ["minitx.positions", "minitx.activations", "minitx.transformer", "minitx.weights",
+         "minitx.cost"],
     ),
     (
         "Mini-GPT (08)",

@@ -1,6 +1,7 @@
 """Looking at what a trained language model writes: loss, repetition, memorisation, sampling.
 
     estimate_loss            mean loss of a model over fixed random blocks of a token tensor
+    split_loss               mean loss over a whole split, in non-overlapping windows
     next_token_probs         the distribution a sampler draws the next token from
     continuation_log_probs   log-probability the model gives each token of a continuation
     repeated_ngram_fraction  how much of a text repeats itself (greedy decoding loops)
@@ -28,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from minitx import sampling
-from minitx.batches import random_blocks
+from minitx.batches import random_blocks, sequential_blocks
 from minitx.runtime import evaluating
 
 
@@ -65,6 +66,38 @@ def estimate_loss(
             _, loss = model(x.to(device), y.to(device))
             total += float(loss)
     return total / n_batches
+
+
+def split_loss(
+    model: nn.Module,
+    data: Tensor,
+    block_size: int,
+    batch_size: int = 64,
+    max_tokens: int | None = None,
+) -> float:
+    """Mean cross-entropy (nats per token) of ``model`` over the whole of ``data``.
+
+    Where :func:`estimate_loss` samples windows (quick, and noisy from one seed to the
+    next), this walks ``data`` (N,) once in non-overlapping windows of ``block_size``
+    tokens, so two models, or two machines, scoring one split get comparable numbers.
+    Each window's first prediction has no context. ``max_tokens`` scores only the first
+    that many tokens (a fixed subset, for a quick check). Eval mode, no gradients.
+    """
+    if not isinstance(data, Tensor) or data.dim() != 1:
+        got = tuple(data.shape) if isinstance(data, Tensor) else type(data).__name__
+        raise ValueError(f"data must be a 1-D tensor of token ids (N,), got {got}")
+    if max_tokens is not None:
+        if max_tokens <= block_size:
+            raise ValueError(f"max_tokens must exceed block_size={block_size}, got {max_tokens}")
+        data = data[: max_tokens + 1]  # +1: the last window's shifted target
+    device = _model_device(model)
+    total, count = 0.0, 0
+    with evaluating(model):
+        for x, y in sequential_blocks(data, block_size, batch_size):  # (b, T) each
+            _, loss = model(x.to(device), y.to(device))
+            total += float(loss) * y.numel()
+            count += y.numel()
+    return total / count
 
 
 @torch.no_grad()
@@ -339,4 +372,5 @@ __all__ = [
     "next_token_probs",
     "occlusion_importance",
     "repeated_ngram_fraction",
+    "split_loss",
 ]

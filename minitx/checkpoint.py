@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 FORMAT = "minitx-checkpoint"
 VERSION = 1
 REQUIRED_KEYS = ("format", "version", "model_config", "model", "tokenizer")
-_WEIGHT_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+_WEIGHT_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 class CheckpointError(ValueError):
@@ -315,7 +315,8 @@ def _load_weights(model: nn.Module, ckpt: dict, where: str) -> None:
 # ---------------------------------------------------------------- exporting
 def strip_checkpoint(ckpt: dict, dtype: str = "float32") -> dict:
     """A copy of ``ckpt`` for sharing: no optimizer or RNG states, weights in ``dtype``
-    ('float32' or 'bfloat16'). Step, history, best/last val loss and configs stay."""
+    ('float32', 'float16' or 'bfloat16'; the half precisions halve the file, and loading
+    restores float32). Step, history, best/last val loss and configs stay."""
     _check_structure(ckpt, "the checkpoint to strip")
     if dtype not in _WEIGHT_DTYPES:
         raise ValueError(f"dtype must be one of {list(_WEIGHT_DTYPES)}, got {dtype!r}")

@@ -1,7 +1,7 @@
 """The ``minitx`` command: train the course's Mini-GPT, sample from it, export a checkpoint.
 
     minitx train  --preset cpu [--out runs/cpu] [--max-steps N] [--resume]
-    minitx sample --checkpoint runs/cpu/ckpt.pt --prompt "ROMEO:" [--temperature 0.8]
+    minitx sample --prompt "ROMEO:" [--checkpoint runs/cpu/ckpt.pt] [--temperature 0.8]
                   [--top-k 40] [--top-p 0.9] [--greedy] [--num-tokens 300] [--seed 0]
                   [--no-cache]
     minitx export --checkpoint runs/cpu/ckpt.pt --out data/minigpt_shakespeare.pt
@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Continue a prompt with a trained Mini-GPT.",
     )
     sample.add_argument(
-        "--checkpoint", type=Path, required=True, help="a minitx checkpoint", metavar="PATH"
+        "--checkpoint", type=Path, metavar="PATH",
+        help="a minitx checkpoint (default: the best model shipped with the repository, "
+        "data/minigpt_shakespeare_large.pt)",
     )
     sample.add_argument("--prompt", required=True, metavar="TEXT", help="text to continue")
     sample.add_argument("--temperature", type=float, metavar="T", help="> 0; default 1.0")
@@ -127,12 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser(
         "export",
         help="write a small copy of a checkpoint for sharing",
-        description="Drop optimizer and RNG states; optionally store the weights as bf16.",
+        description="Drop optimizer and RNG states; optionally store half-precision weights.",
     )
     export.add_argument("--checkpoint", type=Path, required=True, help="checkpoint to read")
     export.add_argument("--out", type=Path, required=True, help="file to write")
     export.add_argument(
-        "--dtype", default="float32", help="float32 (default) or bfloat16 for the weights"
+        "--dtype", default="float32",
+        help="float32 (default), float16 or bfloat16 for the weights (float32 again on load)"
     )
     return parser
 
@@ -311,10 +314,12 @@ def _sample(args: argparse.Namespace) -> int:
     import torch
 
     from minitx.checkpoint import load_gpt
+    from minitx.data import shipped_model_path
     from minitx.runtime import select_device
 
     device = select_device(args.device)
-    model, tokenizer, _ = load_gpt(args.checkpoint, device)
+    checkpoint = shipped_model_path("large") if args.checkpoint is None else args.checkpoint
+    model, tokenizer, _ = load_gpt(checkpoint, device)
     vocab = set(tokenizer.chars)
     unknown = sorted({c for c in args.prompt if c not in vocab})
     if unknown:
@@ -358,8 +363,8 @@ def _sample(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from minitx.checkpoint import export_checkpoint
 
-    if args.dtype not in ("float32", "bfloat16"):
-        raise UsageError(f"--dtype must be float32 or bfloat16, got {args.dtype!r}")
+    if args.dtype not in ("float32", "float16", "bfloat16"):
+        raise UsageError(f"--dtype must be float32, float16 or bfloat16, got {args.dtype!r}")
     dst = export_checkpoint(args.checkpoint, args.out, args.dtype)
     print(f"exported {dst} ({dst.stat().st_size / 1e6:.2f} MB, {args.dtype} weights)")
     return 0

@@ -109,6 +109,31 @@ def data_dir() -> Path:
     return _user_cache_dir()
 
 
+SHIPPED_MODELS = {
+    "large": "minigpt_shakespeare_large.pt",  # the `large` preset: the best model shipped
+    "small": "minigpt_shakespeare.pt",  # the `cpu` preset: what notebook 08 trains, finished
+}
+
+
+def shipped_model_path(which: str = "large") -> Path:
+    """Path of a trained GPT shipped in the repository's ``data/`` folder ('large' or 'small').
+
+    The checkpoints come with a checkout of the repository, not with the corpora cache,
+    so ``$MINITX_DATA`` does not move them.
+    """
+    if which not in SHIPPED_MODELS:
+        raise ValueError(f"which must be one of {sorted(SHIPPED_MODELS)}, got {which!r}")
+    root = _repo_root()
+    path = None if root is None else root / "data" / SHIPPED_MODELS[which]
+    if path is None or not path.is_file():
+        raise FileNotFoundError(
+            f"the shipped model data/{SHIPPED_MODELS[which]} comes with a checkout of the "
+            f"minitx repository and is not here ({path or 'minitx is not run from a checkout'});"
+            " pass a checkpoint path instead"
+        )
+    return path
+
+
 def _sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:

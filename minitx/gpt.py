@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx import sampling
+from minitx.activations import check_activation
 from minitx.runtime import evaluating
 from minitx.transformer import LayerNorm, LearnedPositions, TransformerBlock
 
@@ -31,7 +32,9 @@ class GPTConfig:
     """Sizes of a GPT.
 
     ``block_size`` is the context window (longest sequence the model can read);
-    ``n_embd`` must be divisible by ``n_head``. ``causal=False`` removes the causal
+    ``n_embd`` must be divisible by ``n_head``. ``activation`` is the feed-forward
+    non-linearity ('gelu', 'relu' or 'relu2'); ``tied_head`` makes the output layer
+    reuse the token embedding matrix. ``causal=False`` removes the causal
     mask: such a model can look at the very token it is asked to predict, which only
     serves to show that leak (notebook 05); never train a real language model so.
     """
@@ -43,6 +46,8 @@ class GPTConfig:
     n_embd: int
     dropout: float = 0.0
     bias: bool = True
+    activation: str = "gelu"
+    tied_head: bool = True
     causal: bool = True
 
     def __post_init__(self) -> None:
@@ -57,6 +62,7 @@ class GPTConfig:
             )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout!r}")
+        check_activation(self.activation)
 
 
 @dataclass
@@ -144,7 +150,7 @@ class GPT(nn.Module):
                 config.n_head,
                 4 * C,
                 dropout=config.dropout,
-                activation="gelu",
+                activation=config.activation,
                 norm_first=True,
                 causal=config.causal,
                 bias=config.bias,
@@ -154,8 +160,9 @@ class GPT(nn.Module):
         )
         self.ln_f = LayerNorm(C, bias=config.bias, fused=True)
         self.lm_head = nn.Linear(C, config.vocab_size, bias=False)
-        # Weight tying: the output layer reuses the token embedding matrix (V, C).
-        self.lm_head.weight = self.tok_emb.weight
+        if config.tied_head:
+            # Weight tying: the output layer reuses the token embedding matrix (V, C).
+            self.lm_head.weight = self.tok_emb.weight
         self._init_weights()
 
     def _init_weights(self) -> None:

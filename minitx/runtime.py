@@ -127,7 +127,7 @@ def plan_runtime(
         device=chosen,
         dtype=autocast_dtype,
         compile=is_cuda if compile is None else bool(compile),
-        fused_adamw=is_cuda,
+        fused_adamw=chosen.type in ("cuda", "cpu"),  # torch has fused AdamW kernels for both
         tf32=is_cuda,
         num_threads=threads or cpu_threads(cpus=cpus),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from minitx.optim import lr_at
+from minitx.optim import OPTIMIZERS, SCHEDULES, lr_at
 
 # Settings of a session, not of a run; older checkpoints kept them in the config.
 SESSION_KEYS = ("device", "dtype", "compile", "threads", "progress")
@@ -23,6 +23,11 @@ class TrainConfig:
     initialisation). The device, dtype, threads and progress bar are not part of a run:
     they are given to the :class:`~minitx.trainer.Trainer` (``runtime=``, ``progress=``),
     so a run resumed elsewhere keeps its config and takes them from its new session.
+
+    ``optimizer="muon"`` trains the hidden matrices with Muon at ``muon_lr`` and the
+    rest with AdamW at ``learning_rate`` (see :func:`~minitx.optim.make_optimizer`); the
+    schedule scales both. ``schedule="wsd"`` holds the peak rate and decays linearly
+    over the last ``cooldown_frac`` of the decay steps; ``"cosine"`` decays all along.
     """
 
     max_steps: int = 2000
@@ -39,6 +44,10 @@ class TrainConfig:
     eval_train: bool = False
     log_interval: int = 10
     seed: int = 1337
+    optimizer: str = "adamw"
+    muon_lr: float = 0.02
+    schedule: str = "cosine"
+    cooldown_frac: float = 0.3
 
     def __post_init__(self) -> None:
         self.betas = tuple(float(b) for b in self.betas)  # lists come back from checkpoints
@@ -65,18 +74,34 @@ class TrainConfig:
                 f"weight_decay and grad_clip must be >= 0, got weight_decay={self.weight_decay}, "
                 f"grad_clip={self.grad_clip}"
             )
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"TrainConfig.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"
+            )
+        if self.schedule not in SCHEDULES:
+            raise ValueError(
+                f"TrainConfig.schedule must be one of {SCHEDULES}, got {self.schedule!r}"
+            )
+        if not self.muon_lr > 0 or not 0 <= self.cooldown_frac <= 1:
+            raise ValueError(
+                f"need muon_lr > 0 and 0 <= cooldown_frac <= 1, got muon_lr={self.muon_lr}, "
+                f"cooldown_frac={self.cooldown_frac}"
+            )
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas}")
 
     def lr_at(self, step: int) -> float:
         """The learning rate of step ``step`` under this config (see the module-level ``lr_at``)."""
         decay = self.max_steps if self.lr_decay_steps is None else self.lr_decay_steps
+        decay = max(decay, self.warmup_steps)  # a run shorter than its warmup
         return lr_at(
             step,
             learning_rate=self.learning_rate,
             min_lr=self.min_lr,
             warmup_steps=self.warmup_steps,
-            decay_steps=max(decay, self.warmup_steps),  # a run shorter than its warmup
+            decay_steps=decay,
+            schedule=self.schedule,
+            cooldown_steps=round(self.cooldown_frac * decay),
         )
 
     def to_dict(self) -> dict:

@@ -105,6 +105,7 @@ class Trainer:
         self.optimizer = make_optimizer(
             self.model, learning_rate=config.learning_rate, weight_decay=config.weight_decay,
             betas=config.betas, fused=self.runtime.fused_adamw,
+            optimizer=config.optimizer, muon_lr=config.muon_lr,
         )
         # forward_model may be a compiled wrapper; self.model keeps clean state_dict keys.
         self.forward_model = torch.compile(self.model) if self.runtime.compile else self.model
@@ -190,9 +191,9 @@ class Trainer:
 
     def _train_step(self) -> tuple[Tensor, Tensor | None, int]:
         """One optimisation step; returns (loss, grad norm before clipping or None, tokens)."""
-        lr = self.config.lr_at(self.step)
+        factor = self.config.lr_at(self.step) / self.config.learning_rate
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
+            group["lr"] = group.get("peak_lr", self.config.learning_rate) * factor
         batch = self.get_batch("train", self.generator)
         x = first_tensor(batch)
         if x.size(0) != self.config.batch_size:

@@ -20,11 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitx.activations import ACTIVATIONS, check_activation
 from minitx.attention import MultiHeadAttention
 from minitx.positions import LearnedPositions, sinusoidal_positions
 from minitx.weights import copy_weights
-
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
 def _check_positive_int(name: str, value: object) -> None:
@@ -41,11 +40,6 @@ def _check_block(d_model: int, n_heads: int, dropout: float) -> None:
     _check_positive_int("d_model", d_model)
     _check_positive_int("n_heads", n_heads)
     _check_dropout(dropout)
-
-
-def _check_activation(activation: str) -> None:
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
 
 
 def _check_input(x: Tensor, d_model: int, name: str = "x") -> None:
@@ -120,8 +114,9 @@ class LayerNorm(nn.Module):
 class FeedForward(nn.Module):
     """Position-wise feed-forward network: fc2(dropout(activation(fc1(x)))).
 
-    Expands each position from ``d_model`` to ``d_ff`` (usually 4x), applies ReLU or
-    GELU (exact, erf-based, as PyTorch's ``"gelu"``), projects back. The same weights
+    Expands each position from ``d_model`` to ``d_ff`` (usually 4x), applies ReLU,
+    GELU (exact, erf-based, as PyTorch's ``"gelu"``) or ReLU² (``"relu2"``, see
+    :mod:`minitx.activations`), projects back. The same weights
     act on every position independently: (B, T, d_model) -> (B, T, d_model).
     ``fc1``/``fc2`` correspond to ``linear1``/``linear2`` of ``nn.TransformerEncoderLayer``.
     """
@@ -131,7 +126,7 @@ class FeedForward(nn.Module):
         super().__init__()
         _check_positive_int("d_model", d_model)
         _check_positive_int("d_ff", d_ff)
-        _check_activation(activation)
+        check_activation(activation)
         _check_dropout(dropout)
         self.activation = activation
         self.fc1 = nn.Linear(d_model, d_ff, bias=bias)
@@ -139,7 +134,7 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        h = _ACTIVATIONS[self.activation](self.fc1(x))  # (..., d_ff)
+        h = ACTIVATIONS[self.activation](self.fc1(x))  # (..., d_ff)
         return self.fc2(self.dropout(h))  # (..., d_model)
 
     @classmethod

@@ -274,3 +274,36 @@ def test_continuation_log_probs_around_block_size(tiny, length):
             logits, _ = model(ids[max(0, t - 8) : t][None])
             want = torch.log_softmax(logits[0, -1], -1)[ids[t]]
             assert lp[t - 2].item() == pytest.approx(want.item(), abs=1e-5)
+
+
+def test_split_loss_scores_every_window_once(tiny):
+    model, _ = tiny
+    data = torch.randint(0, model.config.vocab_size, (203,), generator=torch.Generator()
+                         .manual_seed(4))
+    # 203 tokens -> (203 - 1) // 8 = 25 windows of 8 predictions; the last 2 tokens unused
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, 25 * 8, 8):
+            x, y = data[start : start + 8], data[start + 1 : start + 9]
+            logits, _ = model(x[None])
+            total += F.cross_entropy(logits[0], y, reduction="sum").item()
+    expected = total / (25 * 8)
+    # batch size must not matter, including a last batch smaller than the others
+    for batch_size in (1, 7, 64):
+        assert A.split_loss(model, data, 8, batch_size=batch_size) == pytest.approx(
+            expected, abs=1e-5)
+    subset = A.split_loss(model, data, 8, max_tokens=80)  # windows 0..9 only
+    assert subset == pytest.approx(A.split_loss(model, data[:81], 8), abs=1e-6)
+    assert subset != pytest.approx(expected, abs=1e-6)
+
+
+def test_split_loss_restores_mode_and_rejects_bad_input(tiny):
+    model, _ = tiny
+    data = torch.randint(0, model.config.vocab_size, (100,))
+    model.train()
+    A.split_loss(model, data, 8)
+    assert model.training
+    with pytest.raises(ValueError, match=r"1-D tensor of token ids \(N,\), got \(2, 50\)"):
+        A.split_loss(model, data.view(2, 50), 8)
+    with pytest.raises(ValueError, match="max_tokens must exceed block_size=8, got 8"):
+        A.split_loss(model, data, 8, max_tokens=8)

@@ -186,14 +186,17 @@ def test_strip_and_export(saved, tmp_path):
         torch.equal(a, b) for a, b in zip(model.parameters(), model2.parameters(), strict=True)
     )
 
-    half = strip_checkpoint(load_checkpoint(path), "bfloat16")
-    assert half["weights_dtype"] == "bfloat16"
-    assert half["model"]["tok_emb.weight"].dtype == torch.bfloat16
-    model3, _, _ = load_gpt(half)
-    assert model3.tok_emb.weight.dtype == torch.float32
-    assert torch.allclose(model3.tok_emb.weight, model.tok_emb.weight, rtol=1e-2, atol=1e-3)
+    for name, dtype, rtol in (("bfloat16", torch.bfloat16, 1e-2), ("float16", torch.float16, 1e-3)):
+        half = strip_checkpoint(load_checkpoint(path), name)
+        assert half["weights_dtype"] == name
+        assert half["model"]["tok_emb.weight"].dtype == dtype
+        model3, _, _ = load_gpt(half)
+        assert model3.tok_emb.weight.dtype == torch.float32
+        assert model3.lm_head.weight is model3.tok_emb.weight  # still tied after the cast
+        torch.testing.assert_close(model3.tok_emb.weight, model.tok_emb.weight, rtol=rtol,
+                                   atol=1e-4)
     with pytest.raises(ValueError, match="dtype"):
-        strip_checkpoint(load_checkpoint(path), "float16")
+        strip_checkpoint(load_checkpoint(path), "float8")
 
 
 def test_restore_trainer(saved, tmp_path):

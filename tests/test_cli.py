@@ -60,8 +60,8 @@ def test_version_and_help(capsys):
 def test_usage_errors_are_one_line(capsys):
     code, _, err = run(["fly"], capsys)
     assert_one_line_error(code, err, "invalid choice", status=2)
-    code, _, err = run(["sample", "--prompt", "hi"], capsys)
-    assert_one_line_error(code, err, "--checkpoint", status=2)
+    code, _, err = run(["sample", "--checkpoint", "x.pt"], capsys)
+    assert_one_line_error(code, err, "--prompt", status=2)
     code, _, err = run(
         ["sample", "--checkpoint", "x.pt", "--prompt", "a", "--top-k", "many"], capsys
     )
@@ -69,6 +69,28 @@ def test_usage_errors_are_one_line(capsys):
 
 
 # ---------------------------------------------------------------- sample
+def test_sample_defaults_to_the_best_shipped_model(capsys):
+    from minitx.data import shipped_model_path
+
+    argv = ["sample", "--prompt", "ROMEO:", "--num-tokens", "30", "--seed", "2"]
+    code, out, err = run(argv, capsys)
+    assert code == 0 and err == ""
+    large = str(shipped_model_path("large"))
+    assert run([*argv, "--checkpoint", large], capsys)[1] == out
+    small = str(shipped_model_path("small"))
+    assert run([*argv, "--checkpoint", small], capsys)[1] != out
+
+
+def test_sample_without_a_shipped_model_says_what_to_do(capsys, monkeypatch, tmp_path):
+    from minitx import data
+
+    monkeypatch.setattr(data, "_repo_root", lambda: tmp_path)  # a checkout without data/
+    code, _, err = run(["sample", "--prompt", "ROMEO:"], capsys)
+    assert_one_line_error(code, err, "minigpt_shakespeare_large.pt", "pass a checkpoint path")
+    with pytest.raises(ValueError, match=r"one of \['large', 'small'\], got 'huge'"):
+        data.shipped_model_path("huge")
+
+
 def test_sample_continues_the_prompt_reproducibly(ckpt_path, capsys):
     argv = ["sample", "--checkpoint", str(ckpt_path), "--prompt", "To be", "--num-tokens", "20"]
     code, out, err = run([*argv, "--seed", "3"], capsys)
@@ -169,7 +191,7 @@ def test_export(ckpt_path, tmp_path, capsys):
 # ---------------------------------------------------------------- train
 def test_unknown_preset(capsys, tmp_path):
     code, _, err = run(["train", "--preset", "huge", "--out", str(tmp_path)], capsys)
-    assert_one_line_error(code, err, "unknown preset 'huge'", "tiny, cpu, gpu", status=2)
+    assert_one_line_error(code, err, "unknown preset 'huge'", "tiny, cpu, large, gpu", status=2)
 
 
 def test_bad_max_steps_and_resume_without_a_run(capsys, tmp_path):

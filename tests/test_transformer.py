@@ -143,7 +143,7 @@ def test_feedforward_is_linear_activation_linear(activation):
 
 
 def test_feedforward_errors():
-    with pytest.raises(ValueError, match=r"\['gelu', 'relu'\], got 'tanh'"):
+    with pytest.raises(ValueError, match=r"\['gelu', 'relu', 'relu2'\], got 'tanh'"):
         FeedForward(4, 8, activation="tanh")
     with pytest.raises(ValueError, match="dropout must be in"):
         FeedForward(4, 8, dropout=1.0)
