@@ -83,13 +83,13 @@ PRESETS: dict[str, Preset] = {
     "cpu": Preset(
         name="cpu",
         description=(
-            "4 layers x 128 wide, block 64, no biases; batch 32 x 650 steps of Muon (matrices, "
+            "4 layers x 128 wide, block 64, no biases; batch 32 x 600 steps of Muon (matrices, "
             "lr 0.02) + AdamW (embeddings and gains, lr 6e-3), warmup-stable-decay: the "
             "laptop recipe's wall time, a much lower validation loss"
         ),
         model={"block_size": 64, "n_layer": 4, "n_head": 4, "n_embd": 128,
                "dropout": 0.0, "bias": False},
-        train=TrainConfig(max_steps=650, batch_size=32, learning_rate=6e-3, min_lr=0.0,
+        train=TrainConfig(max_steps=600, batch_size=32, learning_rate=6e-3, min_lr=0.0,
                           warmup_steps=50, optimizer="muon", muon_lr=0.02, schedule="wsd",
                           cooldown_frac=0.5, eval_interval=250, eval_steps=20,
                           log_interval=10),
