@@ -2,6 +2,7 @@
 
     python benchmarks/bench_notebooks.py            # print the table
     python benchmarks/bench_notebooks.py --record   # also write benchmarks/notebook_times.json
+    python benchmarks/bench_notebooks.py --record 08   # re-time one notebook, keep the others
 
 The recorded times are what the teacher's guide (TEACHING.md, ``minitx guide``) quotes, with
 the machine they were measured on. Nothing is written into the notebooks.
@@ -47,6 +48,9 @@ def main() -> None:
         times[path.name[:2]] = round(run_seconds(path), 1)
         print(f"{path.name:<32} {times[path.name[:2]]:>8.1f}", flush=True)
     if args.record:
+        if args.notebooks and RECORD.exists():  # re-timed a few: keep the others' times
+            times = {**json.loads(RECORD.read_text())["seconds"], **times}
+        times = dict(sorted(times.items()))
         RECORD.write_text(json.dumps({"machine": machine, "seconds": times}, indent=1) + "\n")
         print(f"recorded in {RECORD.relative_to(ROOT)}")
 

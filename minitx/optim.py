@@ -84,13 +84,17 @@ def param_groups_of(params: list[nn.Parameter], weight_decay: float) -> list[dic
 
 
 def hidden_matrices(model: nn.Module) -> list[nn.Parameter]:
-    """The 2-D weights of ``nn.Linear`` layers that are not tied to an embedding: the
-    matrices Muon orthogonalises. Embeddings (and a head tied to one) stay with AdamW."""
-    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    """The weights of the ``nn.Linear`` layers inside the network: the matrices Muon
+    orthogonalises. Embeddings and the output layer (``model.lm_head`` when there is one,
+    tied to the token embedding or not) stay with AdamW, as Muon's authors advise."""
+    head = getattr(model, "lm_head", None)
+    keep_out = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    if isinstance(head, nn.Linear):
+        keep_out.add(id(head.weight))
     return [
         m.weight
         for m in model.modules()
-        if isinstance(m, nn.Linear) and m.weight.requires_grad and id(m.weight) not in embedding_ids
+        if isinstance(m, nn.Linear) and m.weight.requires_grad and id(m.weight) not in keep_out
     ]
 
 

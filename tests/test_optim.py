@@ -58,10 +58,11 @@ def test_hidden_matrices_are_the_block_linears_not_embeddings():
     per_block = ["attn.in_proj.weight", "attn.out_proj.weight", "ffn.fc1.weight",
                  "ffn.fc2.weight"]
     assert got == sorted(f"blocks.{i}.{n}" for i in range(2) for n in per_block)
-    # untied, the head is a Linear of its own and goes to Muon as well
+    # untied, the head is a Linear of its own; it still stays with AdamW
     untied = small_gpt(tied_head=False)
     assert untied.lm_head.weight is not untied.tok_emb.weight
-    assert any(p is untied.lm_head.weight for p in hidden_matrices(untied))
+    assert len(hidden_matrices(untied)) == 8
+    assert not any(p is untied.lm_head.weight for p in hidden_matrices(untied))
 
 
 def test_muon_optimizer_covers_every_parameter_once():

@@ -25,7 +25,7 @@ from minitx.exercises.checks import compare, compute, first_hint, implement, let
 
 TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
 TEMPERATURE = 2.0
-CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare.pt"
+CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare_large.pt"
 CASE_CHOICES = {
     "a": "within 0.1 of its loss on the text as written",
     "b": "worse than that, but still better than the counted bigram model",
