@@ -154,20 +154,19 @@ def make_optimizer(
 ) -> torch.optim.AdamW | MuonWithAdamW:
     """AdamW over ``param_groups(model, weight_decay)`` at ``learning_rate``; or, with
     ``optimizer="muon"``, Muon at ``muon_lr`` for :func:`hidden_matrices` and that AdamW
-    for every other parameter. Each group records its ``peak_lr``."""
+    for every other parameter. A model with no hidden matrix (a bigram table, say) has
+    nothing for Muon and gets the plain AdamW. Each group records its ``peak_lr``."""
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     kwargs = {"fused": True} if fused else {}
-    if optimizer == "adamw":
+    matrices = hidden_matrices(model) if optimizer == "muon" else []
+    if not matrices:
         adamw = torch.optim.AdamW(
             param_groups(model, weight_decay), lr=learning_rate, betas=betas, **kwargs
         )
         for group in adamw.param_groups:
             group["peak_lr"] = learning_rate
         return adamw
-    matrices = hidden_matrices(model)
-    if not matrices:
-        raise ValueError("optimizer='muon' needs a model with nn.Linear layers; found none")
     muon_ids = {id(p) for p in matrices}
     rest = [p for p in model.parameters() if p.requires_grad and id(p) not in muon_ids]
     groups = [g for g in param_groups_of(rest, weight_decay) if g["params"]]

@@ -46,7 +46,7 @@ def test_file_matches_its_notes(which):
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert f"`{digest}`" in notes, "the sha256 in the notes is not the file's"
     assert re.search(rf"minitx train --preset {PRESET[which]} ", notes)
-    model, tok, ckpt = load_gpt(path)
+    model, _, ckpt = load_gpt(path)
     assert ckpt["preset"] == PRESET[which]
     assert next(model.parameters()).dtype == torch.float32  # restored, whatever was stored
     assert f"{model.num_parameters():,} parameters" in notes

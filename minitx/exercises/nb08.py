@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import random
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -25,7 +24,6 @@ from minitx.exercises.checks import compare, compute, first_hint, implement, let
 
 TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
 TEMPERATURE = 2.0
-CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare_large.pt"
 CASE_CHOICES = {
     "a": "within 0.1 of its loss on the text as written",
     "b": "worse than that, but still better than the counted bigram model",
@@ -193,10 +191,10 @@ def case_losses() -> dict[str, float]:
     and the counted bigram model's loss (from the training text, add-one) on the text as
     written."""
     from minitx import checkpoint as ck
-    from minitx.data import load_text, train_val_split
+    from minitx.data import load_text, shipped_model_path, train_val_split
 
     with torch.random.fork_rng(devices=[]):
-        gpt, tok, _ = ck.load_gpt(CHECKPOINT, "cpu")
+        gpt, tok, _ = ck.load_gpt(shipped_model_path("large"), "cpu")
     text = load_text("tinyshakespeare")
     train_text, val_text = train_val_split(text, 0.9)
     block = gpt.config.block_size

@@ -219,11 +219,11 @@ def capitals_by_an_independent_measurement():
     import torch.nn.functional as F
 
     from minitx import checkpoint as ck
-    from minitx.data import load_text
+    from minitx.data import load_text, shipped_model_path
     from minitx.exercises import nb08
 
     with torch.random.fork_rng(devices=[]):
-        gpt, tok, _ = ck.load_gpt(nb08.CHECKPOINT, "cpu")
+        gpt, tok, _ = ck.load_gpt(shipped_model_path("large"), "cpu")
     text = load_text("tinyshakespeare")
     n = int(0.9 * len(text))
     train, val = text[:n], text[n:]
