@@ -51,6 +51,7 @@ GROUPS = [
             "minitx.sampling",
             "minitx.checkpoint",
             "minitx.analysis",
+            "minitx.sampling_explorer",
             "minitx.cli",
         ],
     ),

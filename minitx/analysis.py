@@ -9,7 +9,6 @@
                              there that occurs verbatim in a corpus
     longest_verbatim_match   the longest passage of a sample found verbatim in a corpus
     occlusion_importance     how much the prediction changes when one input token is replaced
-    SamplingExplorer         a widget: temperature, top-k, top-p and a seed -> a new sample
 
 The verbatim search needs no index: ``match_lengths`` slides a window over the sample
 and asks Python's substring search (``str.__contains__``, a fast C routine) whether the
@@ -19,26 +18,19 @@ only ever moves forward, so a sample of n characters costs at most 2n searches.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from typing import Any
 
-import ipywidgets as widgets
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from minitx import sampling
 from minitx.batches import random_blocks, sequential_blocks
-from minitx.runtime import evaluating
+from minitx.runtime import evaluating, model_device
 
 
 # ---------------------------------------------------------------- loss
-def _model_device(model: nn.Module) -> torch.device:
-    param = next(iter(model.parameters()), None)
-    return param.device if param is not None else torch.device("cpu")
-
-
 @torch.no_grad()
 def estimate_loss(
     model: nn.Module,
@@ -58,7 +50,7 @@ def estimate_loss(
     if not isinstance(n_batches, int) or isinstance(n_batches, bool) or n_batches < 1:
         raise ValueError(f"n_batches must be an int >= 1, got {n_batches!r}")
     generator = torch.Generator().manual_seed(seed)
-    device = _model_device(model)
+    device = model_device(model)
     with evaluating(model):
         total = 0.0
         for _ in range(n_batches):
@@ -90,7 +82,7 @@ def split_loss(
         if max_tokens <= block_size:
             raise ValueError(f"max_tokens must exceed block_size={block_size}, got {max_tokens}")
         data = data[: max_tokens + 1]  # +1: the last window's shifted target
-    device = _model_device(model)
+    device = model_device(model)
     total, count = 0.0, 0
     with evaluating(model):
         for x, y in sequential_blocks(data, block_size, batch_size):  # (b, T) each
@@ -120,7 +112,7 @@ def next_token_probs(
         raise ValueError(f"idx must be a (1, T) tensor of token ids, got {got}")
     block = model.config.block_size
     with evaluating(model):
-        logits, _ = model(idx[:, -block:].to(_model_device(model)))
+        logits, _ = model(idx[:, -block:].to(model_device(model)))
     filtered = sampling.filter_logits(logits[0, -1].float(), temperature, top_k, top_p)  # (V,)
     return torch.softmax(filtered, dim=-1).cpu()
 
@@ -140,7 +132,7 @@ def continuation_log_probs(model: nn.Module, ids: Tensor, start: int) -> Tensor:
     if isinstance(start, bool) or not isinstance(start, int) or not 1 <= start <= N:
         raise ValueError(f"start must be an int in [1, {N}], got {start!r}")
     block = model.config.block_size
-    device = _model_device(model)
+    device = model_device(model)
     with evaluating(model):
         # Tokens 1 .. block are scored from one window ids[:block] (causal: position t-1
         # sees exactly ids[:t]); every later token from its own window ids[t-block:t].
@@ -241,129 +233,14 @@ def occlusion_importance(model: nn.Module, idx: Tensor, replacement: int) -> Ten
     with evaluating(model):
         variants = idx.repeat(T + 1, 1)  # (T+1, T): row 0 intact, row j+1 has j replaced
         variants[torch.arange(1, T + 1), torch.arange(T)] = replacement
-        logits, _ = model(variants.to(_model_device(model)))
+        logits, _ = model(variants.to(model_device(model)))
     logp = torch.log_softmax(logits[:, -1].float(), dim=-1).cpu()  # (T+1, V)
     top = int(logp[0].argmax())
     return logp[0, top] - logp[1:, top]  # (T,)
 
 
 # ---------------------------------------------------------------- sampling widget
-class SamplingExplorer:
-    """A widget to resample a continuation with other decoding settings.
-
-    Controls: ``temperature`` (slider), ``top_k`` (slider; 0 = off), ``top_p`` (slider;
-    1.0 = off), ``seed`` (int) and a *resample* button (next seed). Every change runs
-    ``model.generate`` on ``prompt`` with a ``torch.Generator`` seeded with ``seed``, so
-    a setting always gives the same text. The text, its repeated-10-gram fraction and
-    how many tokens the first step could choose from are shown under the controls.
-
-    Attributes: ``controls`` (dict name -> widget), ``button``, ``output`` (HTML),
-    ``text`` (the last continuation, prompt excluded), ``widget`` (the box to display),
-    ``n_samples`` (how many samples were drawn).
-    """
-
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        prompt: str = "ROMEO:",
-        *,
-        num_tokens: int = 200,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        top_p: float | None = None,
-        seed: int = 0,
-    ) -> None:
-        _check_str(prompt, "prompt")
-        if not prompt:
-            raise ValueError("prompt must hold at least one character")
-        sampling.check_temperature(temperature)
-        sampling.check_top_k(top_k)
-        sampling.check_top_p(top_p)
-        self.model = model
-        self.tokenizer = tokenizer
-        self.prompt = prompt
-        self.num_tokens = num_tokens
-        self.idx = torch.tensor([tokenizer.encode(prompt)], dtype=torch.long)  # (1, T)
-        V = model.config.vocab_size
-        self.controls: dict[str, widgets.ValueWidget] = {
-            "temperature": widgets.FloatSlider(
-                value=temperature, min=0.1, max=2.0, step=0.05, description="temperature",
-                readout_format=".2f", continuous_update=False,
-            ),
-            "top_k": widgets.IntSlider(
-                value=0 if top_k is None else min(top_k, V), min=0, max=V,
-                description="top-k (0 = off)", continuous_update=False,
-            ),
-            "top_p": widgets.FloatSlider(
-                value=1.0 if top_p is None else top_p, min=0.05, max=1.0, step=0.05,
-                description="top-p (1 = off)", readout_format=".2f", continuous_update=False,
-            ),
-            "seed": widgets.BoundedIntText(value=seed, min=0, max=2**31 - 1,
-                                           description="seed"),
-        }
-        for control in self.controls.values():
-            control.style.description_width = "initial"
-        self.button = widgets.Button(description="resample (next seed)")
-        self.output = widgets.HTML()
-        self.n_samples = 0
-        self.text = ""
-        self.widget = widgets.VBox(
-            [widgets.HBox(list(self.controls.values()),
-                          layout=widgets.Layout(flex_flow="row wrap")),
-             self.button, self.output]
-        )
-        self.update()
-        for control in self.controls.values():
-            control.observe(lambda change: self.update(), names="value")
-        self.button.on_click(self._next_seed)
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        """The decoding settings as ``generate`` takes them (None = filter off)."""
-        v = {name: c.value for name, c in self.controls.items()}
-        return {
-            "temperature": float(v["temperature"]),
-            "top_k": int(v["top_k"]) or None,
-            "top_p": None if v["top_p"] >= 1.0 else float(v["top_p"]),
-            "seed": int(v["seed"]),
-        }
-
-    def sample(self, temperature: float, top_k: int | None, top_p: float | None,
-               seed: int) -> str:
-        """The continuation (prompt excluded) for these settings; the same settings give
-        the same text."""
-        device = _model_device(self.model)
-        generator = torch.Generator(device=device).manual_seed(seed)
-        out = self.model.generate(
-            self.idx.to(device), self.num_tokens, temperature=temperature, top_k=top_k,
-            top_p=top_p, generator=generator,
-        )  # (1, T + num_tokens)
-        self.n_samples += 1
-        return self.tokenizer.decode(out[0, self.idx.size(1):])
-
-    def update(self) -> None:
-        """Draw a sample for the current settings and show it."""
-        s = self.settings
-        self.text = self.sample(**s)
-        probs = next_token_probs(self.model, self.idx, s["temperature"], s["top_k"], s["top_p"])
-        kept = int((probs > 0).sum())
-        rep = repeated_ngram_fraction(self.text, 10)
-        self.output.value = (
-            f"<pre style='white-space: pre-wrap'>{html.escape(self.prompt + self.text)}</pre>"
-            f"<div>first step chooses among {kept} of {probs.numel()} tokens | "
-            f"repeated 10-grams: {rep:.0%}</div>"
-        )
-
-    def _next_seed(self, _button: Any = None) -> None:
-        self.controls["seed"].value += 1  # observe() redraws
-
-    def __repr__(self) -> str:
-        return f"SamplingExplorer(prompt={self.prompt!r}, settings={self.settings})"
-
-
 __all__ = [
-    "SamplingExplorer",
     "VerbatimMatch",
     "continuation_log_probs",
     "estimate_loss",

@@ -9,8 +9,9 @@
     GPT            the course's GPT with the ``cpu`` preset's shape and optimiser
 
 Every rung sees the same batches, the same number of training tokens and the same
-evaluation batches (``minitx.trainer.Trainer`` with one ``TrainConfig``), so the ladder of
-validation losses measures what each piece buys on this data and budget.
+evaluation batches (``minitx.trainer.Trainer`` with the one recipe :func:`ladder_recipe`,
+on whatever device), so the ladder of validation losses measures what each piece buys on
+this data and budget.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import MultiHeadAttention
+from minitx.presets import Preset, get_preset
 from minitx.runtime import evaluating
 from minitx.transformer import FeedForward, LayerNorm, LearnedPositions
 
@@ -45,6 +47,18 @@ RUNGS = (
     Rung("+ residual + LayerNorm", n_head=4, feed_forward=True, residual_norm=True),
     Rung("+ positions", n_head=4, feed_forward=True, residual_norm=True, positions=True),
 )
+
+
+def ladder_recipe() -> Preset:
+    """The recipe every rung trains with: 2 layers x 64 wide, context 32, 800 steps of
+    16 windows, with the ``cpu`` preset's optimisers (Muon for the matrices, AdamW at
+    lr 6e-3 for the rest) and schedule. Small enough for a minute on one CPU core, and
+    the same on a GPU, so the ladder's numbers do not depend on the machine."""
+    return get_preset("cpu").with_overrides(
+        model={"n_layer": 2, "n_embd": 64, "block_size": 32},
+        train={"max_steps": 800, "batch_size": 16, "warmup_steps": 20,
+               "eval_interval": 100, "eval_steps": 10, "log_interval": 10},
+    )
 
 
 class LadderBlock(nn.Module):
@@ -126,4 +140,4 @@ class LadderModel(nn.Module):
         return idx
 
 
-__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung"]
+__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "ladder_recipe"]

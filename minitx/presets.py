@@ -83,13 +83,13 @@ PRESETS: dict[str, Preset] = {
     "cpu": Preset(
         name="cpu",
         description=(
-            "4 layers x 128 wide, block 64, no biases; batch 32 x 600 steps of Muon (matrices, "
+            "4 layers x 128 wide, block 64, no biases; batch 32 x 520 steps of Muon (matrices, "
             "lr 0.02) + AdamW (embeddings and gains, lr 6e-3), warmup-stable-decay: the "
             "laptop recipe's wall time, a much lower validation loss"
         ),
         model={"block_size": 64, "n_layer": 4, "n_head": 4, "n_embd": 128,
                "dropout": 0.0, "bias": False},
-        train=TrainConfig(max_steps=600, batch_size=32, learning_rate=6e-3, min_lr=0.0,
+        train=TrainConfig(max_steps=520, batch_size=32, learning_rate=6e-3, min_lr=0.0,
                           warmup_steps=50, optimizer="muon", muon_lr=0.02, schedule="wsd",
                           cooldown_frac=0.5, eval_interval=250, eval_steps=20,
                           log_interval=10),
@@ -111,13 +111,17 @@ PRESETS: dict[str, Preset] = {
     "gpu": Preset(
         name="gpu",
         description=(
-            "nanoGPT's baby GPT: 6 layers x 384 wide, 6 heads, block 256, dropout 0.2, "
-            "batch 64, 5000 steps, lr 1e-3 -> 1e-4; bf16 autocast and torch.compile on CUDA"
+            "nanoGPT's baby GPT (6 layers x 384 wide, 6 heads, block 256, dropout 0.2, batch "
+            "64) trained with the cpu preset's recipe: 3000 steps of Muon (matrices, lr 0.02) "
+            "+ AdamW (embeddings and gains, lr 1e-3), warmup-stable-decay; bf16 autocast and "
+            "torch.compile on CUDA"
         ),
         model={"block_size": 256, "n_layer": 6, "n_head": 6, "n_embd": 384,
                "dropout": 0.2, "bias": False},
-        train=TrainConfig(max_steps=5000, batch_size=64, learning_rate=1e-3, min_lr=1e-4,
-                          warmup_steps=100, eval_interval=250, eval_steps=200, log_interval=10),
+        train=TrainConfig(max_steps=3000, batch_size=64, learning_rate=1e-3, min_lr=0.0,
+                          warmup_steps=100, optimizer="muon", muon_lr=0.02, schedule="wsd",
+                          cooldown_frac=0.5, eval_interval=250, eval_steps=200,
+                          log_interval=10),
     ),
 }
 

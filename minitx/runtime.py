@@ -146,6 +146,12 @@ def threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def model_device(model: nn.Module) -> torch.device:
+    """The device a model's parameters live on (the CPU for a model without any)."""
+    param = next(iter(model.parameters()), None)
+    return param.device if param is not None else torch.device("cpu")
+
+
 @contextlib.contextmanager
 def evaluating(model: nn.Module) -> Iterator[None]:
     """Dropout off (and gradients off) for the duration; the previous mode comes back."""
@@ -222,6 +228,7 @@ __all__ = [
     "available_cpus",
     "cpu_threads",
     "evaluating",
+    "model_device",
     "plan_runtime",
     "select_device",
     "threads",

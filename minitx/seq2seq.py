@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.attention import AdditiveAttention, DotProductAttention
-from minitx.runtime import evaluating, plan_runtime
+from minitx.runtime import evaluating, model_device, plan_runtime
 from minitx.tasks import dates
 from minitx.tasks.dates import CharVocab, DateBatch, DateExample
 
@@ -216,7 +216,7 @@ def translate(
     tgt_vocab = dates.TARGET_VOCAB if tgt_vocab is None else tgt_vocab
     if isinstance(sources, str):
         raise TypeError("translate expects a list of strings, got a single str")
-    device = next(model.parameters()).device
+    device = model_device(model)
     src, lengths = src_vocab.encode_batch(list(sources))
     with evaluating(model):
         ids, weights = model.greedy_decode(src.to(device), lengths.to(device), max_len)
@@ -339,7 +339,7 @@ def train_seq2seq(
     if len(val) == 0:
         raise ValueError("val must hold examples: the run is judged on held-out dates")
     task = DateTask(train, val, batch_size, window)
-    device = next(model.parameters()).device
+    device = model_device(model)
     config = TrainConfig(
         max_steps=steps, batch_size=batch_size, learning_rate=lr,
         min_lr=lr * min_lr_fraction, warmup_steps=0, lr_decay_steps=schedule_steps,

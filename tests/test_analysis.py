@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from minitx import analysis as A
 from minitx.gpt import GPT, GPTConfig
+from minitx.sampling_explorer import SamplingExplorer
 from minitx.tokenizer import CharTokenizer
 
 
@@ -197,7 +198,7 @@ def test_occlusion_of_a_token_equal_to_replacement_is_zero(tiny):
 # ---------------------------------------------------------------- sampling widget
 def test_sampling_explorer_default_matches_generate(tiny):
     model, tok = tiny
-    ex = A.SamplingExplorer(model, tok, "abc", num_tokens=20, temperature=0.8, top_k=5, seed=3)
+    ex = SamplingExplorer(model, tok, "abc", num_tokens=20, temperature=0.8, top_k=5, seed=3)
     out = model.generate(torch.tensor([tok.encode("abc")]), 20, temperature=0.8, top_k=5,
                          generator=torch.Generator().manual_seed(3))
     assert ex.text == tok.decode(out[0, 3:])
@@ -208,7 +209,7 @@ def test_sampling_explorer_default_matches_generate(tiny):
 
 def test_sampling_explorer_controls_resample(tiny):
     model, tok = tiny
-    ex = A.SamplingExplorer(model, tok, "abc", num_tokens=30)
+    ex = SamplingExplorer(model, tok, "abc", num_tokens=30)
     first, n = ex.text, ex.n_samples
     ex.controls["top_k"].value = 1  # top-1 sampling is greedy
     greedy = model.generate(torch.tensor([tok.encode("abc")]), 30, greedy=True)
@@ -226,11 +227,11 @@ def test_sampling_explorer_controls_resample(tiny):
 def test_sampling_explorer_rejects_bad_settings(tiny):
     model, tok = tiny
     with pytest.raises(ValueError, match="temperature"):
-        A.SamplingExplorer(model, tok, "abc", temperature=0)
+        SamplingExplorer(model, tok, "abc", temperature=0)
     with pytest.raises(ValueError, match="prompt"):
-        A.SamplingExplorer(model, tok, "")
+        SamplingExplorer(model, tok, "")
     with pytest.raises(ValueError, match="not in the vocabulary"):
-        A.SamplingExplorer(model, tok, "xyz")
+        SamplingExplorer(model, tok, "xyz")
 
 
 # ---------------------------------------------------------------- continuation log-probs

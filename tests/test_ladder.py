@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 import torch
 
 from minitx.batches import BlockBatches
-from minitx.ladder import RUNGS, LadderModel, Rung
+from minitx.ladder import RUNGS, LadderModel, Rung, ladder_recipe
+from minitx.presets import get_preset
 from minitx.trainer import TrainConfig, Trainer
 
 V, T = 11, 8
@@ -85,3 +87,31 @@ def test_bad_input_is_named():
         LadderModel(Rung("x", n_head=4), V, T, n_embd=10)
     with pytest.raises(ValueError, match="longer than block_size=8"):
         model_of("bigram")(torch.zeros(1, 9, dtype=torch.long))
+
+
+def test_ladder_recipe_is_the_cpu_preset_at_a_small_size():
+    recipe, cpu = ladder_recipe(), get_preset("cpu")
+    assert recipe.model == {**cpu.model, "n_layer": 2, "n_embd": 64, "block_size": 32}
+    changed = {"max_steps": 800, "batch_size": 16, "warmup_steps": 20, "eval_interval": 100,
+               "eval_steps": 10, "log_interval": 10}
+    assert recipe.train == replace(cpu.train, **changed)  # optimisers and schedule: cpu's
+
+
+def test_every_rung_learns_with_the_ladder_recipe():
+    """The recipe must suit every rung, the bigram table (AdamW alone) included: a rung
+    that barely moves from chance would make the ladder's comparison meaningless. The
+    table gets the recipe's full 800 steps (it is cheap), the others a short slice."""
+    text = "to be, or not to be: that is the question. " * 60
+    data = torch.tensor([ord(c) - 32 for c in text])  # ids below 96
+    recipe = ladder_recipe()
+    batches = BlockBatches(data[:2200], data[2200:], recipe.model["block_size"], 16)
+    full = replace(recipe.train, eval_interval=recipe.train.max_steps)  # score first, last
+    short = replace(recipe.train, max_steps=120, warmup_steps=10, eval_interval=120)
+    for rung in RUNGS:
+        torch.manual_seed(0)
+        model = LadderModel(rung, 96, recipe.model["block_size"], n_embd=64, n_layer=2)
+        trainer = Trainer(model, short if rung.n_head else full, batches,
+                          progress=False)
+        trainer.train()
+        start, end = trainer.history["val_loss"][0], trainer.history["val_loss"][-1]
+        assert end < 0.5 * start, (rung.name, start, end)

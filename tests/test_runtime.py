@@ -3,10 +3,13 @@ and every change it makes is undone when its block ends."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
-from minitx.runtime import activated, autocast, plan_runtime, select_device, threads
+from minitx.runtime import activated, autocast, model_device, plan_runtime, select_device, threads
 
 
 def test_threads_restores_the_thread_count_even_after_an_error():
@@ -55,3 +58,25 @@ def test_autocast_is_a_no_op_in_float32():
         assert (x @ x).dtype == torch.float32
     with autocast(plan_runtime("cpu", dtype="bfloat16", threads=1)):
         assert (x @ x).dtype == torch.bfloat16
+
+
+# ---------------------------------------------------------------- headless machines
+HEADLESS_MODULES = ("minitx.cli", "minitx.trainer", "minitx.analysis", "minitx.checkpoint",
+                    "minitx.presets", "minitx.data", "minitx.gpt")
+
+
+def test_training_and_scoring_need_no_notebook_packages():
+    """A GPU server often has torch and numpy but no Jupyter: ``minitx train`` and the
+    scoring functions must import there (the widgets live in their own modules)."""
+    blocked = ("ipywidgets", "IPython", "matplotlib")
+    code = (f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
+            + "".join(f"import {m}\n" for m in HEADLESS_MODULES))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_model_device_is_where_the_parameters_are():
+    assert model_device(torch.nn.Linear(2, 2)) == torch.device("cpu")
+    assert model_device(torch.nn.Identity()) == torch.device("cpu")  # no parameters
+    with torch.device("meta"):
+        assert model_device(torch.nn.Linear(2, 2)) == torch.device("meta")
