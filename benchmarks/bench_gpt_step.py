@@ -17,23 +17,23 @@ Three models of identical size and identical weights are timed, interleaved:
                 the optimiser from ``minitx.optim.make_optimizer`` with the runtime's
                 choice of kernel (fused AdamW on the CPU)
   minitx-expl   the same, with the explicit, from-scratch LayerNorm (``fused=False``)
-  reference     REFERENCE MODEL written in this script in the standard nanoGPT layout
+  reference     ``nanogpt_reference.RefGPT``, the REFERENCE model in nanoGPT's layout
                 (c_attn/c_proj, F.scaled_dot_product_attention(is_causal=True),
-                nn.LayerNorm, tied head), stepped as nanoGPT's train.py steps it on a
+                F.layer_norm, tied head), stepped as nanoGPT's train.py steps it on a
                 CPU: ``get_batch`` re-opens a ``np.memmap`` of the uint16 token file and
-                stacks one slice per row, and AdamW takes its default (foreach) kernel,
-                since nanoGPT asks for the fused one only on CUDA. It is not imported
-                from nanoGPT; it is the usual structure written out.
+                stacks one slice per row, and ``configure_optimizers`` gives AdamW its
+                default (foreach) kernel, since nanoGPT asks for the fused one only on
+                CUDA.
 Before timing, the script copies minitx's weights into the reference and checks that
 both give the same logits, so the three really are the same network. AdamW's settings
-(lr 1e-3, betas (0.9, 0.99), weight decay 0.1) are the same for all three; what differs
-is only how each codebase builds batches and which AdamW kernel it runs.
+(lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on matrices only) are the same for all
+three; what differs is only how each codebase builds batches and which AdamW kernel it
+runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import tempfile
 import time
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from nanogpt_reference import RefConfig, RefGPT, memmap_batch
 from torch import nn
 
 from minitx.batches import BlockBatches
@@ -56,107 +56,21 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 # ----------------------------------------------------------------------------- reference
 
 
-class RefSelfAttention(nn.Module):
-    def __init__(self, C: int, n_head: int, dropout: float, bias: bool) -> None:
-        super().__init__()
-        self.n_head = n_head
-        self.c_attn = nn.Linear(C, 3 * C, bias=bias)
-        self.c_proj = nn.Linear(C, C, bias=bias)
-        self.dropout = dropout
-        self.resid_dropout = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        p = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
-
-
-class RefMLP(nn.Module):
-    def __init__(self, C: int, dropout: float, bias: bool) -> None:
-        super().__init__()
-        self.c_fc = nn.Linear(C, 4 * C, bias=bias)
-        self.gelu = nn.GELU()
-        self.c_proj = nn.Linear(4 * C, C, bias=bias)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
-
-
-class RefBlock(nn.Module):
-    def __init__(self, C: int, n_head: int, dropout: float, bias: bool) -> None:
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(C, bias=bias)
-        self.attn = RefSelfAttention(C, n_head, dropout, bias)
-        self.ln_2 = nn.LayerNorm(C, bias=bias)
-        self.mlp = RefMLP(C, dropout, bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
-
-
-class ReferenceGPT(nn.Module):
-    """REFERENCE: the standard nanoGPT-style GPT layout, written for this benchmark."""
-
-    def __init__(self, cfg: GPTConfig) -> None:
-        super().__init__()
-        C = cfg.n_embd
-        self.block_size = cfg.block_size
-        self.wte = nn.Embedding(cfg.vocab_size, C)
-        self.wpe = nn.Embedding(cfg.block_size, C)
-        self.drop = nn.Dropout(cfg.dropout)
-        self.h = nn.ModuleList(
-            RefBlock(C, cfg.n_head, cfg.dropout, cfg.bias) for _ in range(cfg.n_layer)
-        )
-        self.ln_f = nn.LayerNorm(C, bias=cfg.bias)
-        self.lm_head = nn.Linear(C, cfg.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight
-        for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, 0.0, 0.02)
-            if isinstance(m, nn.Linear) and m.bias is not None:
-                nn.init.zeros_(m.bias)
-        for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * cfg.n_layer))
-
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
-        T = idx.size(1)
-        pos = torch.arange(T, device=idx.device)
-        x = self.drop(self.wte(idx) + self.wpe(pos))
-        for block in self.h:
-            x = block(x)
-        logits = self.lm_head(self.ln_f(x))
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
-        return logits, loss
-
-
-def copy_into_reference(ours: GPT, ref: ReferenceGPT) -> None:
+def copy_into_reference(ours: GPT, ref: RefGPT) -> None:
+    """Put minitx's weights into the reference, tensor by tensor (the names differ)."""
+    tr = ref.transformer
+    pairs = [(tr.wte, ours.tok_emb), (tr.wpe, ours.pos_emb), (tr.ln_f, ours.ln_f)]
+    for b_ref, b in zip(tr.h, ours.blocks, strict=True):
+        pairs += [
+            (b_ref.ln_1, b.norm1), (b_ref.ln_2, b.norm2), (b_ref.attn.c_attn, b.attn.in_proj),
+            (b_ref.attn.c_proj, b.attn.out_proj), (b_ref.mlp.c_fc, b.ffn.fc1),
+            (b_ref.mlp.c_proj, b.ffn.fc2),
+        ]
     with torch.no_grad():
-        ref.wte.weight.copy_(ours.tok_emb.weight)
-        ref.wpe.weight.copy_(ours.pos_emb.weight)
-        for b_ref, b in zip(ref.h, ours.blocks, strict=True):
-            pairs = [
-                (b_ref.ln_1, b.norm1), (b_ref.ln_2, b.norm2), (b_ref.attn.c_attn, b.attn.in_proj),
-                (b_ref.attn.c_proj, b.attn.out_proj), (b_ref.mlp.c_fc, b.ffn.fc1),
-                (b_ref.mlp.c_proj, b.ffn.fc2),
-            ]
-            for dst, src in pairs:
-                dst.weight.copy_(src.weight)
-                if src.bias is not None:
-                    dst.bias.copy_(src.bias)
-        ref.ln_f.weight.copy_(ours.ln_f.weight)
-        if ours.ln_f.bias is not None:
-            ref.ln_f.bias.copy_(ours.ln_f.bias)
+        for dst, src in pairs:
+            dst.weight.copy_(src.weight)
+            if getattr(src, "bias", None) is not None:
+                dst.bias.copy_(src.bias)
 
 
 # ----------------------------------------------------------------------------- timing
@@ -171,17 +85,7 @@ def set_fused(model: GPT, fused: bool) -> GPT:
 
 def nanogpt_get_batch(path: Path, batch_size: int, block_size: int) -> Callable[[], Batch]:
     """nanoGPT's train.py ``get_batch`` on a CPU: a fresh memmap per call, one slice per row."""
-
-    def get_batch() -> Batch:
-        data = np.memmap(path, dtype=np.uint16, mode="r")
-        ix = torch.randint(len(data) - block_size, (batch_size,))
-        x = torch.stack([torch.from_numpy(data[i : i + block_size].astype(np.int64)) for i in ix])
-        y = torch.stack(
-            [torch.from_numpy(data[i + 1 : i + 1 + block_size].astype(np.int64)) for i in ix]
-        )
-        return x, y
-
-    return get_batch
+    return lambda: memmap_batch(path, batch_size, block_size)
 
 
 def make_step(
@@ -244,7 +148,8 @@ def main() -> None:
     ours = GPT(cfg)
     ours_explicit = set_fused(GPT(cfg), False)
     ours_explicit.load_state_dict(ours.state_dict())
-    ref = ReferenceGPT(cfg)
+    ref = RefGPT(RefConfig(cfg.block_size, cfg.vocab_size, cfg.n_layer, cfg.n_head,
+                           cfg.n_embd, cfg.dropout, cfg.bias))
     copy_into_reference(ours, ref)
     n_ref = sum(p.numel() for p in ref.parameters())
     assert n_ref == ours.num_parameters(), (n_ref, ours.num_parameters())
@@ -260,12 +165,11 @@ def main() -> None:
         return source("train", g)
 
     with torch.no_grad():
-        x0 = minitx_batch()[0]
-        torch.testing.assert_close(ref(x0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
+        x0, y0 = minitx_batch()
+        torch.testing.assert_close(ref(x0, y0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(ours_explicit(x0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
 
-    reference_adamw = torch.optim.AdamW(ref.parameters(), lr=1e-3, betas=(0.9, 0.99),
-                                        weight_decay=0.1)
+    reference_adamw = ref.configure_optimizers(0.1, 1e-3, (0.9, 0.99), "cpu")
     runs = {
         "minitx": make_step(ours, minitx_optimizer(ours), minitx_batch),
         "minitx-expl": make_step(ours_explicit, minitx_optimizer(ours_explicit), minitx_batch),
