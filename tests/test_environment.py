@@ -138,8 +138,8 @@ def test_every_mapping_entry_is_used():
         (lambda env, pp: env["dependencies"].remove("numpy>=1.24"), "numpy (pyproject)"),
         (lambda env, pp: env["dependencies"].append("scipy"), "scipy (environment.yml)"),
         (lambda env, pp: pp["project"]["dependencies"].append("pandas>=2"), "pandas"),
-        (lambda env, pp: pp["project"]["dependencies"].remove("torch>=2.1")
-         or pp["project"]["dependencies"].append("torch>=2.4"), "torch: lower bound"),
+        (lambda env, pp: pp["project"]["dependencies"].remove("torch>=2.9")
+         or pp["project"]["dependencies"].append("torch>=2.10"), "torch: lower bound"),
         (lambda env, pp: env["dependencies"].pop(), "pip section"),
         (lambda env, pp: env.update(channels=["defaults"]), "channels"),
     ],
