@@ -1,6 +1,6 @@
 """GPT training-step throughput on CPU: minitx.gpt.GPT against a nanoGPT-style reference.
 
-    .venv/bin/python benchmarks/bench_gpt_step.py [--repeats 15] [--steps 4] [--bias]
+    .venv/bin/python benchmarks/bench_gpt_step.py [--repeats 15] [--steps 4] [--bias] [--compile]
 
 One step = draw a batch, forward, cross-entropy loss, backward, gradient clipping to
 1.0, AdamW update. Default size: 4 layers, 4 heads, 128 wide, block 64, batch 12,
@@ -22,8 +22,12 @@ Three models of identical size and identical weights are timed, interleaved:
                 F.layer_norm, tied head), stepped as nanoGPT's train.py steps it on a
                 CPU: ``get_batch`` re-opens a ``np.memmap`` of the uint16 token file and
                 stacks one slice per row, and ``configure_optimizers`` gives AdamW its
-                default (foreach) kernel, since nanoGPT asks for the fused one only on
-                CUDA.
+                default kernel, which on a CPU is the loop over tensors (torch has no
+                foreach kernels for the CPU, and nanoGPT asks for the fused one only on
+                CUDA).
+  minitx-compiled  with ``--compile`` only: the first model under ``torch.compile``
+                (the CPU runtime does not compile by default; nanoGPT's laptop recipe
+                passes ``--compile=False``)
 Before timing, the script copies minitx's weights into the reference and checks that
 both give the same logits, so the three really are the same network. AdamW's settings
 (lr 1e-3, betas (0.9, 0.99), weight decay 0.1 on matrices only) are the same for all
@@ -138,6 +142,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15, help="interleaved rounds")
     parser.add_argument("--steps", type=int, default=4, help="steps per model per round")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time minitx's model under torch.compile (compiles first)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -176,6 +182,11 @@ def main() -> None:
         "reference": make_step(ref, reference_adamw,
                                nanogpt_get_batch(token_file, args.batch, cfg.block_size)),
     }
+    if args.compile:
+        ours_compiled = GPT(cfg)
+        ours_compiled.load_state_dict(ours.state_dict())
+        runs["minitx-compiled"] = make_step(torch.compile(ours_compiled),
+                                            minitx_optimizer(ours_compiled), minitx_batch)
     tokens = args.steps * args.batch * cfg.block_size  # per model per round
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU float32")
     print(f"GPT {cfg.n_layer} layers, {cfg.n_head} heads, width {cfg.n_embd}, block "
@@ -193,7 +204,7 @@ def main() -> None:
     for name, ts in times.items():
         rates = sorted(tokens / t for t in ts)
         med = statistics.median(ts)
-        print(f"  {name:12s} {tokens / med:9.0f} tok/s  ({rates[0]:.0f}..{rates[-1]:.0f})  "
+        print(f"  {name:15s} {tokens / med:9.0f} tok/s  ({rates[0]:.0f}..{rates[-1]:.0f})  "
               f"{1e3 * med / args.steps:6.1f} ms/step  time vs reference {med / ref_median:.3f}")
     ratios = sorted(r / m for r, m in zip(times["reference"], times["minitx"], strict=True))
     speedup = statistics.median(ratios)
@@ -201,6 +212,12 @@ def main() -> None:
     print(f"minitx step vs reference: x{speedup:.2f} tokens/s, median of the rounds' ratios "
           f"(middle half x{q1:.2f}..x{q3:.2f}; target x1.10: "
           f"{'met' if speedup >= 1.1 else 'not met'})")
+    if args.compile:
+        ratios_c = sorted(r / m for r, m in
+                          zip(times["reference"], times["minitx-compiled"], strict=True))
+        print(f"minitx compiled vs reference: x{statistics.median(ratios_c):.2f} tokens/s "
+              f"(middle half x{ratios_c[len(ratios_c) // 4]:.2f}.."
+              f"x{ratios_c[(3 * len(ratios_c)) // 4]:.2f})")
     ln = time_layernorm(args.batch, cfg.block_size, cfg.n_embd, args.repeats)
     n_norms = 2 * cfg.n_layer + 1
     print(f"LayerNorm alone, fwd+bwd on ({args.batch}, {cfg.block_size}, {cfg.n_embd}): explicit "

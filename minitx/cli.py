@@ -27,6 +27,8 @@ from minitx import __version__
 
 CORPUS = "tinyshakespeare"
 TRAIN_FRACTION = 0.9
+# --compile: "auto" leaves the choice to the runtime (compiled on CUDA only).
+COMPILE_CHOICES = {"auto": None, "on": True, "off": False}
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
 
 
@@ -91,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, metavar="S", help="seed of initialisation and batches")
     train.add_argument(
         "--export", type=Path, metavar="PATH", help="also write a stripped copy here at the end"
+    )
+    train.add_argument(
+        "--compile",
+        choices=sorted(COMPILE_CHOICES),
+        default="auto",
+        help="torch.compile the model: auto (default) on CUDA only; 'on' compiles on a CPU "
+        "too (needs a C++ compiler; see benchmarks/bench_gpt_step.py --compile)",
     )
     train.add_argument("--no-download", action="store_true", help="never download the corpus")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -192,7 +201,7 @@ def _train(args: argparse.Namespace) -> int:
             raise UsageError("--seed cannot change a resumed run (it keeps its own RNG states)")
         overrides["seed"] = args.seed
     config = TrainConfig.from_dict({**config.to_dict(), **overrides})
-    runtime = plan_runtime(args.device or "auto")
+    runtime = plan_runtime(args.device or "auto", compile=COMPILE_CHOICES[args.compile])
 
     text = load_text(CORPUS, download=not args.no_download)
     tokenizer = CharTokenizer.from_text(text)

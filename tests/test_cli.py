@@ -259,6 +259,33 @@ def test_train_then_sample(capsys, tmp_path, shakespeare_available):
     assert code == 0 and out.startswith("ROMEO:") and len(out) == len("ROMEO:") + 8 + 1
 
 
+@pytest.mark.parametrize("choice, compiled", [("on", True), ("off", False), ("auto", False)])
+def test_compile_choice_reaches_the_trainer(
+    choice, compiled, capsys, tmp_path, monkeypatch, shakespeare_available
+):
+    """--compile on compiles on a CPU too; auto leaves the CPU uncompiled (the runtime's rule)."""
+    if not shakespeare_available:
+        pytest.skip("tiny Shakespeare is not in data/")
+    compiled_models = []
+
+    def fake_compile(model, *args, **kwargs):  # record instead of invoking a C++ compiler
+        compiled_models.append(model)
+        return model
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    argv = ["train", "--preset", "tiny", "--out", str(tmp_path / choice), "--max-steps", "2",
+            "--no-progress", "--device", "cpu", "--compile", choice]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert [type(m) for m in compiled_models] == ([GPT] if compiled else [])
+    assert (", compiled" in out) == compiled and "done: step 2" in out
+
+
+def test_compile_choice_must_be_known(capsys):
+    code, _, err = run(["train", "--compile", "yes"], capsys)
+    assert_one_line_error(code, err, "--compile", "invalid choice: 'yes'", "'on'", status=2)
+
+
 def test_subprocess_exit_status_and_stderr(tmp_path):
     """The installed entry point behaves the same: one line on stderr, status 1."""
     bad = tmp_path / "bad.pt"
