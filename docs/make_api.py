@@ -72,6 +72,18 @@ out = [
     "A test (`tests/test_api_doc.py`) checks that this page and the package list the same names.",
     "",
 ]
+
+
+def shown(obj: object) -> str:
+    """A constant as the page shows it: functions by name (a repr has a memory address)."""
+    if callable(obj):
+        return getattr(obj, "__name__", type(obj).__name__)
+    if isinstance(obj, dict):
+        text = "{" + ", ".join(f"{k!r}: {shown(v)}" for k, v in obj.items()) + "}"
+        return text if len(text) <= 120 else text[:117] + "..."
+    return reprlib.repr(obj)
+
+
 for title, mods in GROUPS:
     out += [f"## {title}", ""]
     for m in mods:
@@ -85,7 +97,7 @@ for title, mods in GROUPS:
             para = " ".join((doc or "").split("\n\n")[0].split())
             line = para.split(". ")[0].rstrip(".") + "." if para else ""
             if not line and not callable(obj):
-                line = f"constant, `{reprlib.repr(obj)}`"
+                line = f"constant, `{shown(obj)}`"
             out.append(f"- `{name}`: {line}".rstrip(": ").rstrip())
         out.append("")
 (ROOT / "docs" / "API.md").write_text("\n".join(out).rstrip() + "\n", encoding="utf-8")
