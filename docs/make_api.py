@@ -47,6 +47,7 @@ GROUPS = [
             "minitx.trainer",
             "minitx.train_config",
             "minitx.optim",
+            "minitx.muon",
             "minitx.presets",
             "minitx.sampling",
             "minitx.checkpoint",

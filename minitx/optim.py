@@ -2,7 +2,8 @@
 
     lr_at            warmup, then cosine decay or warmup-stable-decay (WSD) to a floor
     param_groups     weight decay on matrices only
-    make_optimizer   AdamW over those groups, or Muon for the hidden matrices + AdamW
+    make_optimizer   AdamW over those groups, or Muon (``minitx.muon``) for the hidden
+                     matrices + AdamW
     MuonWithAdamW    the two optimisers of the "muon" choice, stepped as one
 
 Every parameter group carries ``peak_lr``; the trainer sets each group's ``lr`` to
@@ -15,6 +16,8 @@ import math
 
 import torch
 from torch import nn
+
+from minitx.muon import Muon
 
 SCHEDULES = ("cosine", "wsd")
 OPTIMIZERS = ("adamw", "muon")
@@ -101,14 +104,14 @@ def hidden_matrices(model: nn.Module) -> list[nn.Parameter]:
 class MuonWithAdamW:
     """Muon for the hidden matrices, AdamW for embeddings, head and gains, as one optimiser.
 
-    Muon (``torch.optim.Muon``) replaces each matrix's momentum update by the nearest
+    Muon (:class:`minitx.muon.Muon`) replaces each matrix's momentum update by the nearest
     orthogonal matrix (5 Newton-Schulz steps), so every direction of the update moves
     at the same rate. It only applies to 2-D weights, hence the AdamW partner (None when
     a model has nothing else to train). ``param_groups``, ``step``, ``zero_grad``,
     ``state_dict`` and ``load_state_dict`` behave as one ``torch.optim.Optimizer``'s.
     """
 
-    def __init__(self, muon: torch.optim.Muon, adamw: torch.optim.AdamW | None) -> None:
+    def __init__(self, muon: Muon, adamw: torch.optim.AdamW | None) -> None:
         self.muon, self.adamw = muon, adamw
         self._parts = [muon] if adamw is None else [muon, adamw]
 
@@ -171,7 +174,7 @@ def make_optimizer(
     rest = [p for p in model.parameters() if p.requires_grad and id(p) not in muon_ids]
     groups = [g for g in param_groups_of(rest, weight_decay) if g["params"]]
     adamw = torch.optim.AdamW(groups, lr=learning_rate, betas=betas, **kwargs) if groups else None
-    muon = torch.optim.Muon(matrices, lr=muon_lr, weight_decay=weight_decay)
+    muon = Muon(matrices, lr=muon_lr, weight_decay=weight_decay)
     for group in muon.param_groups:
         group["peak_lr"] = muon_lr
     for group in [] if adamw is None else adamw.param_groups:

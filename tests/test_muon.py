@@ -1,0 +1,132 @@
+"""minitx.muon: the batched Newton-Schulz iteration and a Muon equal to torch.optim.Muon."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch.optim._muon import _zeropower_via_newtonschulz as torch_newton_schulz
+
+from minitx.muon import Muon, orthogonalize, scaled_lr
+
+COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # torch.optim.Muon's defaults
+
+# Same-shape groups as in a transformer (three of each), wide, tall and square.
+SHAPES = [(16, 8)] * 3 + [(8, 24)] * 3 + [(12, 12)] * 2 + [(5, 7)]
+
+
+@pytest.mark.parametrize("shape", [(3, 24, 8), (3, 8, 24), (2, 12, 12), (1, 5, 7)])
+def test_orthogonalize_is_torch_muons_iteration_matrix_by_matrix(shape):
+    g = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    ours = orthogonalize(g)
+    assert ours.shape == g.shape and ours.dtype == torch.bfloat16
+    theirs = torch.stack([torch_newton_schulz(m, COEFFICIENTS, 5, 1e-7) for m in g])
+    torch.testing.assert_close(ours, theirs)  # bfloat16 tolerances
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e3])
+def test_orthogonalize_pushes_singular_values_towards_one(scale):
+    g = scale * torch.randn(4, 32, 96, generator=torch.Generator().manual_seed(1))
+    s = torch.linalg.svdvals(orthogonalize(g).float())  # (4, 32)
+    assert s.min() > 0.6 and s.max() < 1.25, (s.min(), s.max())
+    # and it keeps the directions: close to U V^T of the SVD G = U S V^T
+    U, _, Vh = torch.linalg.svd(g, full_matrices=False)
+    cosine = torch.nn.functional.cosine_similarity(
+        orthogonalize(g).float().flatten(1), (U @ Vh).flatten(1)
+    )
+    assert (cosine > 0.9).all(), cosine
+
+
+def test_orthogonalize_rejects_what_is_not_a_stack_of_matrices():
+    with pytest.raises(ValueError, match=r"\(k, m, n\) stack of matrices, got \(4, 4\)"):
+        orthogonalize(torch.randn(4, 4))
+    with pytest.raises(ValueError, match=r"steps must be an int in \[0, 100\), got 100"):
+        orthogonalize(torch.randn(1, 4, 4), steps=100)
+
+
+def test_scaled_lr_is_torch_muons_adjustment():
+    assert scaled_lr(0.02, torch.Size([32, 8]), None) == pytest.approx(0.02 * 2)
+    assert scaled_lr(0.02, torch.Size([8, 32]), "original") == pytest.approx(0.02)
+    assert scaled_lr(0.02, torch.Size([8, 32]), "match_rms_adamw") == pytest.approx(
+        0.02 * 0.2 * 32**0.5
+    )
+    with pytest.raises(ValueError, match="adjust_lr_fn must be None, 'original' or"):
+        scaled_lr(0.02, torch.Size([8, 32]), "rms")
+
+
+def make_params(seed: int = 0) -> list[torch.nn.Parameter]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.nn.Parameter(0.1 * torch.randn(s, generator=g)) for s in SHAPES]
+
+
+def step_with(optimizer: torch.optim.Optimizer, params, grads) -> None:
+    for p, grad in zip(params, grads, strict=True):
+        p.grad = grad.clone()
+    optimizer.step()
+
+
+def groups(params, **settings) -> list[dict]:
+    """Two groups with different settings, so per-group settings are exercised."""
+    return [{"params": params[:5], **settings},
+            {"params": params[5:], "nesterov": False, "adjust_lr_fn": "match_rms_adamw",
+             "weight_decay": 0.0}]
+
+
+def test_muon_steps_as_torch_muon_does():
+    ours_p, theirs_p = make_params(), make_params()
+    ours = Muon(groups(ours_p), lr=0.05, weight_decay=0.1, momentum=0.9)
+    theirs = torch.optim.Muon(groups(theirs_p), lr=0.05, weight_decay=0.1, momentum=0.9)
+    g = torch.Generator().manual_seed(2)
+    start = [p.detach().clone() for p in ours_p]
+    for _ in range(6):
+        grads = [torch.randn(s, generator=g) for s in SHAPES]
+        step_with(ours, ours_p, grads)
+        step_with(theirs, theirs_p, grads)
+    for p, q, p0 in zip(ours_p, theirs_p, start, strict=True):
+        assert (p - p0).abs().max() > 0.05  # they moved, by much more than the tolerance
+        torch.testing.assert_close(p, q, rtol=0, atol=2e-4)
+    for p, q in zip(ours_p, theirs_p, strict=True):
+        torch.testing.assert_close(ours.state[p]["momentum_buffer"],
+                                   theirs.state[q]["momentum_buffer"], rtol=0, atol=1e-6)
+
+
+def test_either_muon_resumes_the_others_run():
+    params = make_params()
+    theirs = torch.optim.Muon(params, lr=0.05)
+    g = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        step_with(theirs, params, [torch.randn(s, generator=g) for s in SHAPES])
+    copied = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    ours = Muon(copied, lr=0.05)
+    ours.load_state_dict(copy.deepcopy(theirs.state_dict()))
+    for _ in range(3):
+        grads = [torch.randn(s, generator=g) for s in SHAPES]
+        step_with(theirs, params, grads)
+        step_with(ours, copied, grads)
+    for p, q in zip(copied, params, strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=2e-4)
+    back = torch.optim.Muon(make_params(), lr=0.05)
+    back.load_state_dict(ours.state_dict())  # and back again
+    assert len(back.state) == len(SHAPES)
+
+
+def test_muon_skips_parameters_without_gradients_and_takes_a_closure():
+    params = make_params()
+    before = [p.detach().clone() for p in params]
+    opt = Muon(params, lr=0.05)
+    params[0].grad = torch.ones(SHAPES[0])
+    loss = opt.step(lambda: 1.5)
+    assert loss == 1.5
+    assert not torch.equal(params[0], before[0])
+    assert all(torch.equal(p, b) for p, b in zip(params[1:], before[1:], strict=True))
+    assert list(opt.state) == [params[0]]
+
+
+def test_muon_refuses_a_vector_added_later():
+    opt = Muon(make_params(), lr=0.05)
+    gain = torch.nn.Parameter(torch.ones(8))
+    opt.add_param_group({"params": [gain]})
+    gain.grad = torch.ones(8)
+    with pytest.raises(ValueError, match=r"matrices only, got a parameter of shape \(8,\)"):
+        opt.step()
