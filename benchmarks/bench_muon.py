@@ -58,14 +58,12 @@ def main() -> None:
                                                  weight_decay=train.weight_decay), opt.adamw)
         optimizers[name] = opt
 
-    step_s: dict[str, list[float]] = {}
-    opt_s: dict[str, list[float]] = {}
-
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    def run(name: str, first: int, n: int) -> None:
+    def run(name: str, first: int, n: int) -> tuple[float, float]:
+        """Batches first .. first + n - 1: mean seconds per whole step, per optimiser step."""
         model, opt = models[name], optimizers[name]
         total = in_opt = 0.0
         for i in range(first, first + n):
@@ -83,18 +81,19 @@ def main() -> None:
             sync()
             end = time.perf_counter()
             total, in_opt = total + end - start, in_opt + end - mid
-        step_s[name].append(total / n)
-        opt_s[name].append(in_opt / n)
+        return total / n, in_opt / n
 
+    step_s: dict[str, list[float]] = {name: [] for name in kinds}
+    opt_s: dict[str, list[float]] = {name: [] for name in kinds}
     with activated(runtime):
         for name in kinds:  # warm-up, on the same batches for both
-            step_s[name], opt_s[name] = [], []
             run(name, 0, 3)
-            step_s[name], opt_s[name] = [], []
         for r in range(args.rounds):
             order = list(kinds) if r % 2 == 0 else list(reversed(kinds))
             for name in order:
-                run(name, 3 + r * args.steps, args.steps)
+                whole, in_opt = run(name, 3 + r * args.steps, args.steps)
+                step_s[name].append(whole)
+                opt_s[name].append(in_opt)
 
     a, b = (models[name].state_dict() for name in kinds)
     worst = max((a[k].float() - b[k].float()).abs().max().item() for k in a)

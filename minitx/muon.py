@@ -107,8 +107,8 @@ class Muon(torch.optim.Muon):
                 looks = []
                 for i in members:
                     buffers[i].lerp_(grads[i], 1 - momentum)
-                    nesterov = grads[i].lerp(buffers[i], momentum)
-                    looks.append(nesterov if group["nesterov"] else buffers[i])
+                    nesterov = group["nesterov"]
+                    looks.append(grads[i].lerp(buffers[i], momentum) if nesterov else buffers[i])
                 ortho = orthogonalize(torch.stack(looks), group["ns_coefficients"],
                                       group["ns_steps"], group["eps"])  # (k, m, n)
                 for i, update in zip(members, ortho, strict=True):
