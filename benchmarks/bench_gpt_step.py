@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/bench_gpt_step.py [--repeats 15] [--steps 4] [--bias] [--compile]
 
 One step = draw a batch, forward, cross-entropy loss, backward, gradient clipping to
-1.0, AdamW update. Default size: 4 layers, 4 heads, 128 wide, block 64, batch 12,
-vocab 65, no biases: the laptop recipe's model as nanoGPT's ``train.py`` builds it (its
-``bias = False`` default is not overridden by the recipe).
+1.0, AdamW update. The script also prints the time of each of those phases, and the
+speed-up that free batches and a free AdamW step would give the reference.
+
+Default size: 4 layers, 4 heads, 128 wide, block 64, batch 12, vocab 65, no biases: the
+laptop recipe's model as nanoGPT's ``train.py`` builds it (its ``bias = False`` default is
+not overridden by the recipe).
 
 The machine's speed drifts (the course's machine is shared), so the models take turns
 in many short rounds, in the opposite order every other round, and the verdict is the
@@ -92,19 +95,31 @@ def nanogpt_get_batch(path: Path, batch_size: int, block_size: int) -> Callable[
     return lambda: memmap_batch(path, batch_size, block_size)
 
 
+PHASES = ("batch", "forward+backward", "clip", "AdamW")
+
+
 def make_step(
     model: nn.Module, optimizer: torch.optim.Optimizer, get_batch: Callable[[], Batch]
-) -> Callable[[int], float]:
-    def run(n: int) -> float:
-        start = time.perf_counter()
+) -> Callable[[int], dict[str, float]]:
+    """``run(n)`` takes n training steps and returns the seconds spent in each phase."""
+
+    def run(n: int) -> dict[str, float]:
+        spent = dict.fromkeys(PHASES, 0.0)
         for _ in range(n):
+            t0 = time.perf_counter()
             x, y = get_batch()
+            t1 = time.perf_counter()
             _, loss = model(x, y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            t2 = time.perf_counter()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            t3 = time.perf_counter()
             optimizer.step()
-        return time.perf_counter() - start
+            t4 = time.perf_counter()
+            for phase, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                spent[phase] += dt
+        return spent
 
     return run
 
@@ -195,9 +210,13 @@ def main() -> None:
     for run in runs.values():  # warm-up
         run(3)
     times: dict[str, list[float]] = {name: [] for name in runs}
+    phases: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PHASES} for name in runs}
     for r in range(args.repeats):
         for name in runs if r % 2 == 0 else reversed(runs):
-            times[name].append(runs[name](args.steps))
+            spent = runs[name](args.steps)
+            times[name].append(sum(spent.values()))
+            for phase, seconds in spent.items():
+                phases[name][phase].append(seconds)
     ref_median = statistics.median(times["reference"])
     print(f"{args.repeats} rounds x {args.steps} steps per model, interleaved; median "
           "tokens/s (min..max over rounds)")
@@ -218,6 +237,18 @@ def main() -> None:
         print(f"minitx compiled vs reference: x{statistics.median(ratios_c):.2f} tokens/s "
               f"(middle half x{ratios_c[len(ratios_c) // 4]:.2f}.."
               f"x{ratios_c[(3 * len(ratios_c)) // 4]:.2f})")
+    print("where a step's time goes, median ms per step:")
+    print(f"  {'':15s}" + "".join(f"{p:>18s}" for p in PHASES))
+    for name, by_phase in phases.items():
+        print(f"  {name:15s}" + "".join(f"{1e3 * statistics.median(by_phase[p]) / args.steps:18.2f}"
+                                      for p in PHASES))
+    # The models are one network, so minitx can only win in the phases around it. Even
+    # with free batches and a free AdamW step, the reference's step would speed up only:
+    ref_network = statistics.median(
+        [f + c for f, c in zip(phases["reference"]["forward+backward"],
+                               phases["reference"]["clip"], strict=True)])
+    print(f"the reference step with batches and AdamW free: x{ref_median / ref_network:.2f} "
+          "tokens/s (the most that faster batches and a faster AdamW can give)")
     ln = time_layernorm(args.batch, cfg.block_size, cfg.n_embd, args.repeats)
     n_norms = 2 * cfg.n_layer + 1
     print(f"LayerNorm alone, fwd+bwd on ({args.batch}, {cfg.block_size}, {cfg.n_embd}): explicit "
