@@ -1,8 +1,9 @@
 """The plots the course draws again and again.
 
 Attention heatmaps, their grids and mask pictures come from :mod:`minitx.heatmap` and are
-available here too (``viz.attention_heatmap``); this module adds the curves: losses,
-gradient norms against distance, and positional encodings.
+available here too (``viz.attention_heatmap``); this module adds the curves: losses (any
+curves, or the runs of a Trainer), gradient norms against distance, and positional
+encodings.
 
 Every function accepts torch tensors or numpy arrays, validates shapes (``ValueError``
 naming what was expected and what was given), labels its axes, and draws into ``ax``
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.image import AxesImage
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from minitx.arrays import as_numpy, squeeze_to
 from minitx.heatmap import (
@@ -39,26 +41,26 @@ __all__ = [
     "plot_loss_curves",
     "plot_mask",
     "plot_positional_encoding",
+    "plot_training_history",
     "visible_label",
 ]
 
 
 def _curve(name: str, value: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(steps (N,), values (N,) or (runs, N)) from values or a (steps, values) tuple."""
     if isinstance(value, tuple) and len(value) == 2:
         steps, values = (as_numpy(v, f"history[{name!r}]") for v in value)
-        if steps.ndim != 1 or values.ndim != 1 or len(steps) != len(values):
-            raise ValueError(
-                f"history[{name!r}] as (steps, values) needs two 1-D sequences of equal "
-                f"length, got shapes {steps.shape} and {values.shape}"
-            )
-        return steps, values.astype(np.float64)
-    values = as_numpy(value, f"history[{name!r}]")
-    if values.ndim != 1:
+    else:
+        values = as_numpy(value, f"history[{name!r}]")
+        steps = np.arange(values.shape[-1]) if values.ndim else np.array([])
+    if steps.ndim != 1 or values.ndim not in (1, 2) or values.shape[-1] != len(steps):
         raise ValueError(
-            f"history[{name!r}] must be a 1-D sequence of values or a (steps, values) tuple, "
-            f"got shape {values.shape}"
+            f"history[{name!r}] must be values (N,) or (runs, N), or a (steps (N,), values) "
+            f"tuple, got steps of shape {steps.shape} and values of shape {values.shape}"
         )
-    return np.arange(len(values)), values.astype(np.float64)
+    if values.size == 0:
+        raise ValueError(f"history[{name!r}] is empty")
+    return steps, values.astype(np.float64)
 
 
 def _label(ax: Axes, xlabel: str, ylabel: str, title: str, *, log: bool) -> Axes:
@@ -71,6 +73,23 @@ def _label(ax: Axes, xlabel: str, ylabel: str, title: str, *, log: bool) -> Axes
     return ax
 
 
+def _loss_axes(ax: Axes, reference: Mapping[str, float] | None, log: bool) -> None:
+    """Reference lines (a colour each), and a log axis labelled 0.5, 1, 2 (not 10^0)."""
+    for (name, y), color in zip((reference or {}).items(), _REFERENCE_COLORS, strict=False):
+        ax.axhline(float(y), color=color, linestyle=":", linewidth=1.5, label=str(name))
+    if log:
+        ax.set_yscale("log")
+        low, high = ax.get_ylim()
+        if high > 4 * low:  # else matplotlib's own ticks, which label a narrow range better
+            wide = high > 300 * low  # more than 2.5 decades: 1, 2, 5 in each would crowd
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_locator(NullLocator())
+
+
+_REFERENCE_COLORS = ("0.35", "tab:green", "tab:purple", "tab:brown")
+
+
 def plot_loss_curves(
     history: Mapping[str, Any],
     ax: Axes | None = None,
@@ -80,25 +99,88 @@ def plot_loss_curves(
     xlabel: str = "step",
     ylabel: str = "loss",
     reference: Mapping[str, float] | None = None,
+    figsize: tuple[float, float] | None = None,
 ) -> Axes:
     """One line per entry of ``history``: ``{"train": [values...], "val": (steps, values)}``.
 
     A plain sequence is plotted against 0, 1, 2, ...; a ``(steps, values)`` tuple against
-    its steps. ``log`` puts the loss on a log scale. ``reference`` draws labelled
-    horizontal lines, e.g. ``{"ln(65)": math.log(65)}``. Returns the axes.
+    its steps. Values of shape (runs, N), one row per run (e.g. per seed), draw their mean
+    as the line and a band from the lowest run to the highest. ``log`` puts the loss on a
+    log scale. ``reference`` draws labelled horizontal lines, e.g. ``{"ln(65)":
+    math.log(65)}``, at most four. Returns the axes.
     """
     if not isinstance(history, Mapping) or not history:
         raise ValueError(
             "history must be a non-empty dict {name: values or (steps, values)}, got "
             f"{type(history).__name__}"
         )
-    ax = axes_or_new(ax)
+    _check_reference(reference)
+    ax = axes_or_new(ax, figsize)
     for name, value in history.items():
         steps, values = _curve(str(name), value)
-        ax.plot(steps, values, label=str(name))
-    for name, y in (reference or {}).items():
-        ax.axhline(float(y), color="0.4", linestyle=":", linewidth=1.0, label=str(name))
-    return _label(ax, xlabel, ylabel, title, log=log)
+        if values.ndim == 1:
+            ax.plot(steps, values, label=str(name))
+            continue
+        (line,) = ax.plot(steps, values.mean(axis=0), label=str(name))  # (runs, N) -> (N,)
+        ax.fill_between(steps, values.min(axis=0), values.max(axis=0), color=line.get_color(),
+                        alpha=0.25, linewidth=0)
+    _loss_axes(ax, reference, log)
+    return _label(ax, xlabel, ylabel, title, log=False)
+
+
+HISTORY_CURVES = {"train_loss": "step", "val_loss": "eval_step"}  # values: their steps
+HISTORY_KEYS = ("step", "train_loss", "eval_step", "val_loss")
+
+
+def plot_training_history(
+    runs: Mapping[str, Mapping[str, Any]],
+    ax: Axes | None = None,
+    log: bool = False,
+    title: str = "Training and validation loss",
+    *,
+    reference: Mapping[str, float] | None = None,
+    figsize: tuple[float, float] | None = None,
+) -> Axes:
+    """The training and validation loss of one or more runs of :class:`minitx.trainer.Trainer`.
+
+    ``runs`` maps a name to a run's history (what ``Trainer.train()`` returns). Each run
+    gets one colour: its training loss (``train_loss`` at ``step``, the mean since the
+    previous log) as a solid line, its validation loss (``val_loss`` at ``eval_step``) as
+    a dashed line with a dot per evaluation. With one run, name it ``""`` to label the
+    lines just "train" and "validation". ``log`` and ``reference`` as in
+    :func:`plot_loss_curves`. Returns the axes.
+    """
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError(f"runs must be a non-empty dict {{name: history}}, got {runs!r}")
+    _check_reference(reference)
+    curves = {}
+    for name, history in runs.items():
+        if not isinstance(history, Mapping):
+            raise ValueError(f"runs[{name!r}] must be a Trainer history (a dict), "
+                             f"got {type(history).__name__}")
+        missing = [k for k in HISTORY_KEYS if k not in history]
+        if missing:
+            raise ValueError(f"runs[{name!r}] must be a Trainer history with the keys "
+                             f"{list(HISTORY_KEYS)}, missing {missing}")
+        for key, step_key in HISTORY_CURVES.items():
+            steps, values = _curve(f"{name}: {key}", (history[step_key], history[key]))
+            if values.ndim != 1:
+                raise ValueError(f"runs[{name!r}][{key!r}] must be 1-D, got {values.shape}")
+            curves[name, key] = steps, values
+    ax = axes_or_new(ax, figsize)
+    for name in runs:
+        prefix = f"{name}: " if name else ""
+        (line,) = ax.plot(*curves[name, "train_loss"], label=f"{prefix}train")
+        ax.plot(*curves[name, "val_loss"], color=line.get_color(), linestyle="--", marker="o",
+                markersize=4, label=f"{prefix}validation")
+    _loss_axes(ax, reference, log)
+    return _label(ax, "step", "loss", title, log=False)
+
+
+def _check_reference(reference: Mapping[str, float] | None) -> None:
+    if reference is not None and len(reference) > len(_REFERENCE_COLORS):
+        raise ValueError(f"reference takes at most {len(_REFERENCE_COLORS)} lines, "
+                         f"got {len(reference)}")
 
 
 def plot_gradient_norms(

@@ -186,13 +186,100 @@ def test_plot_loss_curves_plain_and_stepped():
     ("history", "match"),
     [
         ({}, "non-empty dict"),
-        ({"a": ([0, 1, 2], [1.0, 2.0])}, "equal length"),
-        ({"a": [[1.0, 2.0]]}, r"1-D.*\(1, 2\)"),
+        ({"a": ([0, 1, 2], [1.0, 2.0])}, r"steps of shape \(3,\) and values of shape \(2,\)"),
+        ({"a": np.zeros((2, 2, 2))}, r"values of shape \(2, 2, 2\)"),
+        ({"a": ([], [])}, "is empty"),
     ],
 )
 def test_plot_loss_curves_rejects_bad_history(history, match):
     with pytest.raises(ValueError, match=match):
         viz.plot_loss_curves(history)
+
+
+def test_plot_loss_curves_runs_draw_mean_and_band():
+    runs = np.array([[3.0, 2.0, 1.0], [4.0, 2.5, 0.5]])  # (runs, N): two seeds
+    ax = viz.plot_loss_curves({"model": ([0, 10, 20], runs)}, log=True)
+    (line,) = ax.get_lines()
+    np.testing.assert_allclose(line.get_ydata(), [3.5, 2.25, 0.75])
+    (band,) = ax.collections
+    y = band.get_paths()[0].vertices[:, 1]
+    assert y.min() == pytest.approx(0.5) and y.max() == pytest.approx(4.0)  # lowest to highest
+    assert ax.get_yscale() == "log"
+    assert ax.yaxis.get_major_formatter()(0.5, 0) == "0.5"  # plain numbers, not 5x10^-1
+    wide = viz.plot_loss_curves({"a": [5.0, 1e-3]}, log=True)  # 3.7 decades: decades only
+    assert [t for t in wide.get_yticks() if 1e-3 <= t <= 5] == pytest.approx([1e-3, 1e-2, 0.1, 1])
+    narrow = viz.plot_loss_curves({"a": [1.5, 1.8]}, log=True)  # within a factor of 4
+    assert narrow.yaxis.get_major_formatter()(0.5, 0) != "0.5"  # matplotlib's own ticks
+
+
+def test_plot_loss_curves_reference_lines_get_their_own_colours():
+    ax = viz.plot_loss_curves({"train": [2.0, 1.0]}, reference={"ln 65": 4.17, "bigram": 2.5})
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert lines["ln 65"].get_color() != lines["bigram"].get_color()
+    assert lines["bigram"].get_ydata()[0] == 2.5
+    with pytest.raises(ValueError, match="at most 4 lines, got 5"):
+        viz.plot_loss_curves({"train": [1.0]}, reference={str(i): 1.0 for i in range(5)})
+
+
+def _history(train, val):
+    return {"step": list(range(1, len(train) + 1)), "train_loss": train,
+            "eval_step": [0, len(train)], "val_loss": val, "elapsed_s": [0.0] * len(train)}
+
+
+def test_plot_training_history_one_colour_per_run():
+    runs = {"causal": _history([3.0, 2.0, 1.5], [4.0, 1.6]),
+            "no mask": _history([2.0, 0.5, 0.1], [4.0, 0.2])}
+    ax = viz.plot_training_history(runs, log=True, reference={"ln 65": 4.17})
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"causal: train", "causal: validation", "no mask: train",
+                          "no mask: validation", "ln 65"}
+    for name in runs:
+        train, val = lines[f"{name}: train"], lines[f"{name}: validation"]
+        assert train.get_color() == val.get_color()
+        assert val.get_linestyle() == "--" and val.get_marker() == "o"
+        np.testing.assert_allclose(val.get_xdata(), runs[name]["eval_step"])
+        np.testing.assert_allclose(train.get_ydata(), runs[name]["train_loss"])
+    assert lines["causal: train"].get_color() != lines["no mask: train"].get_color()
+    assert ax.get_yscale() == "log"
+    one = viz.plot_training_history({"": _history([2.0, 1.0], [3.0, 1.2])})
+    assert [line.get_label() for line in one.get_lines()] == ["train", "validation"]
+
+
+def test_plot_training_history_accepts_a_real_trainer_history():
+    from minitx.trainer import TrainConfig, Trainer
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    x, y = torch.randn(8, 3), torch.randn(8, 1)
+
+    def batches(split, generator=None):
+        return x, y
+
+    config = TrainConfig(max_steps=4, batch_size=8, learning_rate=1e-2, warmup_steps=0,
+                         eval_interval=2, eval_steps=1, log_interval=1)
+    def mse(model, batch):
+        inputs, targets = batch
+        return torch.nn.functional.mse_loss(model(inputs), targets)
+
+    trainer = Trainer(model, config, batches, loss_fn=mse, progress=False)
+    history = trainer.train()
+    ax = viz.plot_training_history({"linear": history})
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["linear: validation"].get_xdata(), [0, 2, 4])
+
+
+@pytest.mark.parametrize(
+    ("runs", "match"),
+    [
+        ({}, "non-empty dict"),
+        ({"a": [1.0, 2.0]}, r"Trainer history \(a dict\), got list"),
+        ({"a": {"step": [1], "train_loss": [1.0]}}, r"missing \['eval_step', 'val_loss'\]"),
+        ({"a": _history([[1.0, 2.0]], [1.0, 2.0])}, "steps of shape"),
+    ],
+)
+def test_plot_training_history_rejects_bad_runs(runs, match):
+    with pytest.raises(ValueError, match=match):
+        viz.plot_training_history(runs)
 
 
 def test_plot_gradient_norms_log_axis_and_estimate():
