@@ -173,15 +173,28 @@ def _attend(
             f"batch and length must agree: query {tuple(query.shape)}, key "
             f"{tuple(key.shape)}, value {tuple(value.shape)}"
         )
-    scores = scorer.score(query, key)  # (B, T_q, T_k)
     if mask is not None:
         check_mask(mask)
-        if mask.dim() == 2:
-            mask = mask[:, None, :]  # (B, 1, T_k)
-    weights = masked_softmax(scores, mask)
-    context = weights @ value  # (B, T_q, d_v)
+    context, weights = _score_softmax_sum(scorer, query, key, value, mask)
     if single:
         return context.squeeze(1), weights.squeeze(1)
+    return context, weights
+
+
+def _score_softmax_sum(
+    scorer: AdditiveAttention | DotProductAttention,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None,
+) -> tuple[Tensor, Tensor]:
+    """The three steps of attention, on checked inputs: query (B, T_q, d_q), key (B, T_k,
+    d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k) -> context, weights."""
+    scores = scorer.score(query, key)  # (B, T_q, T_k)
+    if mask is not None and mask.dim() == 2:
+        mask = mask[:, None, :]  # (B, 1, T_k): the same keys hidden from every query
+    weights = masked_softmax(scores, mask)  # (B, T_q, T_k), each row sums to 1
+    context = weights @ value  # (B, T_q, d_v)
     return context, weights
 
 
