@@ -209,14 +209,13 @@ def main() -> None:
           f"{ours.num_parameters():,} parameters; step = batch + fwd + bwd + clip + AdamW")
     for run in runs.values():  # warm-up
         run(3)
-    times: dict[str, list[float]] = {name: [] for name in runs}
     phases: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PHASES} for name in runs}
     for r in range(args.repeats):
         for name in runs if r % 2 == 0 else reversed(runs):
-            spent = runs[name](args.steps)
-            times[name].append(sum(spent.values()))
-            for phase, seconds in spent.items():
+            for phase, seconds in runs[name](args.steps).items():
                 phases[name][phase].append(seconds)
+    times = {name: [sum(per_round) for per_round in zip(*by_phase.values(), strict=True)]
+             for name, by_phase in phases.items()}  # seconds per round
     ref_median = statistics.median(times["reference"])
     print(f"{args.repeats} rounds x {args.steps} steps per model, interleaved; median "
           "tokens/s (min..max over rounds)")

@@ -96,7 +96,7 @@ class Muon(torch.optim.Muon):
             buffers: list[Tensor] = []
             self._init_group(group, params, grads, buffers)
             lr = float(group["lr"])
-            momentum, decay = group["momentum"], group["weight_decay"]
+            momentum, decay, nesterov = group["momentum"], group["weight_decay"], group["nesterov"]
             by_shape: dict[tuple, list[int]] = {}
             for i, p in enumerate(params):
                 if p.dim() != 2:
@@ -107,7 +107,6 @@ class Muon(torch.optim.Muon):
                 looks = []
                 for i in members:
                     buffers[i].lerp_(grads[i], 1 - momentum)
-                    nesterov = group["nesterov"]
                     looks.append(grads[i].lerp(buffers[i], momentum) if nesterov else buffers[i])
                 ortho = orthogonalize(torch.stack(looks), group["ns_coefficients"],
                                       group["ns_steps"], group["eps"])  # (k, m, n)

@@ -73,21 +73,30 @@ def _label(ax: Axes, xlabel: str, ylabel: str, title: str, *, log: bool) -> Axes
     return ax
 
 
-def _loss_axes(ax: Axes, reference: Mapping[str, float] | None, log: bool) -> None:
-    """Reference lines (a colour each), and a log axis labelled 0.5, 1, 2 (not 10^0)."""
+_REFERENCE_COLORS = ("0.35", "tab:green", "tab:purple", "tab:brown")
+
+
+def _finish_loss_plot(
+    ax: Axes, reference: Mapping[str, float] | None, xlabel: str, ylabel: str, title: str,
+    *, log: bool,
+) -> Axes:
+    """Reference lines (a colour each), labels and legend; log ticks read 0.5, 1, 2, not 10^0."""
     for (name, y), color in zip((reference or {}).items(), _REFERENCE_COLORS, strict=False):
         ax.axhline(float(y), color=color, linestyle=":", linewidth=1.5, label=str(name))
-    if log:
-        ax.set_yscale("log")
-        low, high = ax.get_ylim()
-        if high > 4 * low:  # else matplotlib's own ticks, which label a narrow range better
-            wide = high > 300 * low  # more than 2.5 decades: 1, 2, 5 in each would crowd
-            ax.yaxis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_locator(NullLocator())
+    _label(ax, xlabel, ylabel, title, log=log)
+    low, high = ax.get_ylim()
+    if log and high > 4 * low:  # else matplotlib's own ticks, which label a narrow range better
+        wide = high > 300 * low  # more than 2.5 decades: 1, 2, 5 in each would crowd
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(NullLocator())
+    return ax
 
 
-_REFERENCE_COLORS = ("0.35", "tab:green", "tab:purple", "tab:brown")
+def _check_reference(reference: Mapping[str, float] | None) -> None:
+    if reference is not None and len(reference) > len(_REFERENCE_COLORS):
+        raise ValueError(f"reference takes at most {len(_REFERENCE_COLORS)} lines, "
+                         f"got {len(reference)}")
 
 
 def plot_loss_curves(
@@ -124,12 +133,10 @@ def plot_loss_curves(
         (line,) = ax.plot(steps, values.mean(axis=0), label=str(name))  # (runs, N) -> (N,)
         ax.fill_between(steps, values.min(axis=0), values.max(axis=0), color=line.get_color(),
                         alpha=0.25, linewidth=0)
-    _loss_axes(ax, reference, log)
-    return _label(ax, xlabel, ylabel, title, log=False)
+    return _finish_loss_plot(ax, reference, xlabel, ylabel, title, log=log)
 
 
-HISTORY_CURVES = {"train_loss": "step", "val_loss": "eval_step"}  # values: their steps
-HISTORY_KEYS = ("step", "train_loss", "eval_step", "val_loss")
+_HISTORY_CURVES = {"train_loss": "step", "val_loss": "eval_step"}  # values: their steps
 
 
 def plot_training_history(
@@ -158,11 +165,12 @@ def plot_training_history(
         if not isinstance(history, Mapping):
             raise ValueError(f"runs[{name!r}] must be a Trainer history (a dict), "
                              f"got {type(history).__name__}")
-        missing = [k for k in HISTORY_KEYS if k not in history]
+        needed = [k for key, step_key in _HISTORY_CURVES.items() for k in (step_key, key)]
+        missing = [k for k in needed if k not in history]
         if missing:
             raise ValueError(f"runs[{name!r}] must be a Trainer history with the keys "
-                             f"{list(HISTORY_KEYS)}, missing {missing}")
-        for key, step_key in HISTORY_CURVES.items():
+                             f"{needed}, missing {missing}")
+        for key, step_key in _HISTORY_CURVES.items():
             steps, values = _curve(f"{name}: {key}", (history[step_key], history[key]))
             if values.ndim != 1:
                 raise ValueError(f"runs[{name!r}][{key!r}] must be 1-D, got {values.shape}")
@@ -173,14 +181,7 @@ def plot_training_history(
         (line,) = ax.plot(*curves[name, "train_loss"], label=f"{prefix}train")
         ax.plot(*curves[name, "val_loss"], color=line.get_color(), linestyle="--", marker="o",
                 markersize=4, label=f"{prefix}validation")
-    _loss_axes(ax, reference, log)
-    return _label(ax, "step", "loss", title, log=False)
-
-
-def _check_reference(reference: Mapping[str, float] | None) -> None:
-    if reference is not None and len(reference) > len(_REFERENCE_COLORS):
-        raise ValueError(f"reference takes at most {len(_REFERENCE_COLORS)} lines, "
-                         f"got {len(reference)}")
+    return _finish_loss_plot(ax, reference, "step", "loss", title, log=log)
 
 
 def plot_gradient_norms(
