@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--max-steps", type=int, metavar="N", help="train until this many steps")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
-    train.add_argument("--device", help="auto (default), cpu, cuda or mps")
+    train.add_argument("--device", help="auto (default: $MINITX_DEVICE if set, else CUDA, "
+                       "mps or the CPU), cpu, cuda or mps")
     train.add_argument("--seed", type=int, metavar="S", help="seed of initialisation and batches")
     train.add_argument(
         "--export", type=Path, metavar="PATH", help="also write a stripped copy here at the end"

@@ -59,17 +59,29 @@ def cpu_threads(env: dict[str, str] | None = None, cpus: int | None = None) -> i
     raise ValueError(f"OMP_NUM_THREADS must be a positive int, got {value!r}")
 
 
+DEVICE_ENV = "MINITX_DEVICE"
+
+
 def select_device(
     requested: str = "auto",
     *,
     cuda_available: bool | None = None,
     mps_available: bool | None = None,
+    env: dict[str, str] | None = None,
 ) -> torch.device:
-    """'auto' -> CUDA if available, else mps if available, else CPU.
+    """'auto' -> ``$MINITX_DEVICE`` when set, else CUDA if available, else mps if
+    available, else CPU.
 
-    An explicit request for an absent backend is a ValueError. The availability flags
-    default to asking torch; tests pass them to exercise the logic on any machine.
+    ``MINITX_DEVICE=cpu`` keeps every 'auto' choice on the CPU on a machine with a GPU; the
+    test suite sets it, since the notebooks' stored outputs are a CPU run. An explicit
+    request for an absent backend is a ValueError. The availability flags and ``env``
+    default to asking torch and ``os.environ``; tests pass them to exercise the logic on
+    any machine.
     """
+    env = os.environ if env is None else env
+    source = "requested"
+    if requested == "auto" and env.get(DEVICE_ENV, "").strip() not in ("", "auto"):
+        requested, source = env[DEVICE_ENV].strip(), f"set by ${DEVICE_ENV}"
     if cuda_available is None:
         cuda_available = torch.cuda.is_available()
     if mps_available is None:
@@ -82,12 +94,13 @@ def select_device(
     if not isinstance(requested, str) or not (
         requested in ("cpu", "mps") or requested.split(":")[0] == "cuda"
     ):
-        raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {requested!r}")
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got "
+                         f"{requested!r}" + ("" if source == "requested" else f" ({source})"))
     device = torch.device(requested)
     if device.type == "cuda" and not cuda_available:
-        raise ValueError(f"device {requested!r} was requested but CUDA is not available")
+        raise ValueError(f"device {requested!r} was {source} but CUDA is not available")
     if device.type == "mps" and not mps_available:
-        raise ValueError(f"device {requested!r} was requested but Apple mps is not available")
+        raise ValueError(f"device {requested!r} was {source} but Apple mps is not available")
     return device
 
 

@@ -18,6 +18,13 @@ def _seeded():
 
 
 @pytest.fixture
+def machine_decides_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset $MINITX_DEVICE (the root conftest sets it to 'cpu'), for tests of how 'auto'
+    chooses from the availability they pass in."""
+    monkeypatch.delenv("MINITX_DEVICE", raising=False)
+
+
+@pytest.fixture
 def repo_root() -> Path:
     return REPO
 

@@ -39,6 +39,7 @@ def _setting(p: Preset, key: str):
     return p.model[key] if key in p.model else getattr(p.train, key)
 
 
+@pytest.mark.usefixtures("machine_decides_device")
 def test_names_and_auto_choice():
     assert preset_names() == list(PRESETS)
     for name in preset_names():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 
 import pytest
 import torch
@@ -307,6 +308,7 @@ def test_bf16_autocast_runs_on_cpu():
     ("cuda", "mps", "expected"),
     [(True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu")],
 )
+@pytest.mark.usefixtures("machine_decides_device")
 def test_auto_device_prefers_cuda_then_mps_then_cpu(cuda, mps, expected):
     assert select_device("auto", cuda_available=cuda, mps_available=mps).type == expected
 
@@ -320,6 +322,30 @@ def test_explicit_device_must_exist():
         select_device("mps", cuda_available=False, mps_available=False)
 
 
+def test_minitx_device_answers_auto_and_only_auto():
+    gpu_mac = {"cuda_available": True, "mps_available": True}
+    assert select_device("auto", env={"MINITX_DEVICE": "cpu"}, **gpu_mac).type == "cpu"
+    assert select_device("auto", env={"MINITX_DEVICE": "mps"}, **gpu_mac).type == "mps"
+    assert select_device("auto", env={"MINITX_DEVICE": " auto "}, **gpu_mac).type == "cuda"
+    assert select_device("auto", env={"MINITX_DEVICE": ""}, **gpu_mac).type == "cuda"
+    assert select_device("auto", env={}, **gpu_mac).type == "cuda"
+    # an explicit request is the caller's: the variable does not override it
+    assert select_device("cuda", env={"MINITX_DEVICE": "cpu"}, **gpu_mac).type == "cuda"
+    with pytest.raises(ValueError, match=r"'gpu' \(set by \$MINITX_DEVICE\)"):
+        select_device("auto", env={"MINITX_DEVICE": "gpu"}, **gpu_mac)
+    with pytest.raises(ValueError, match=r"'cuda' was set by \$MINITX_DEVICE but CUDA is not"):
+        select_device("auto", env={"MINITX_DEVICE": "cuda"}, cuda_available=False,
+                      mps_available=False)
+
+
+def test_the_test_suite_runs_auto_choices_on_the_cpu():
+    """The root conftest.py pins 'auto' to the CPU for every test and every nbval kernel."""
+    assert os.environ["MINITX_DEVICE"] == "cpu"
+    assert select_device("auto", cuda_available=True, mps_available=True).type == "cpu"
+    assert plan_runtime(cuda_available=True, bf16_supported=True).device.type == "cpu"
+
+
+@pytest.mark.usefixtures("machine_decides_device")
 def test_runtime_plan_on_cuda_mps_and_cpu():
     gpu = plan_runtime("auto", cuda_available=True, mps_available=False, bf16_supported=True)
     assert (gpu.device.type, gpu.dtype, gpu.compile, gpu.fused_adamw, gpu.tf32) == (
