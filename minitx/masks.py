@@ -24,6 +24,20 @@ def causal_mask(T: int, *, device: torch.device | str | None = None) -> Tensor:
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
+def sliding_window_mask(
+    T: int, window: int, *, device: torch.device | str | None = None
+) -> Tensor:
+    """Causal mask limited to a window: position i may attend to positions
+    i - window + 1 .. i, the last ``window`` positions including itself.
+
+    Returns a bool tensor of shape ``(T, T)``: the band of ``causal_mask(T)`` below the
+    diagonal, ``window`` wide. ``window >= T`` gives ``causal_mask(T)``.
+    """
+    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        raise ValueError(f"sliding_window_mask expects a window >= 1, got {window!r}")
+    return causal_mask(T, device=device).triu(-(window - 1))
+
+
 def padding_mask(lengths: Sequence[int] | Tensor, T: int) -> Tensor:
     """Key-padding mask for a batch of sequences padded to length ``T``.
 

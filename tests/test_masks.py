@@ -15,6 +15,7 @@ from minitx.masks import (
     combine_masks,
     mask_of_kind,
     padding_mask,
+    sliding_window_mask,
 )
 
 # ---------------------------------------------------------------- causal_mask
@@ -189,3 +190,43 @@ def test_mask_of_kind(mask_type):
         assert torch.equal(mask, expected[mask_type])
     with pytest.raises(ValueError, match="mask kind must be one of"):
         mask_of_kind("diagonal", 3)
+
+
+# ---------------------------------------------------------------- sliding_window_mask
+
+
+@pytest.mark.parametrize(("T", "window"), [(1, 1), (6, 1), (6, 3), (8, 4), (5, 5), (4, 9)])
+def test_sliding_window_mask_keeps_the_last_window_positions(T, window):
+    m = sliding_window_mask(T, window)
+    assert m.dtype == torch.bool and m.shape == (T, T)
+    for i in range(T):
+        allowed = [j for j in range(T) if m[i, j]]
+        assert allowed == list(range(max(0, i - window + 1), i + 1))
+
+
+def test_sliding_window_mask_is_causal_when_the_window_covers_the_sequence():
+    assert torch.equal(sliding_window_mask(7, 7), causal_mask(7))
+    assert torch.equal(sliding_window_mask(7, 100), causal_mask(7))
+    assert torch.equal(sliding_window_mask(7, 1), torch.eye(7, dtype=torch.bool))
+
+
+def test_sliding_window_mask_counts_and_attention():
+    T, w = 64, 16
+    m = sliding_window_mask(T, w)
+    assert int(m.sum()) == T * w - w * (w - 1) // 2
+    scores = torch.randn(2, T, T)
+    weights = masked_softmax(scores, m)
+    assert (weights[:, ~m] == 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, T))
+
+
+@pytest.mark.parametrize("window", [0, -2, 2.0, True, None])
+def test_sliding_window_mask_rejects_a_bad_window(window):
+    with pytest.raises(ValueError, match="window >= 1"):
+        sliding_window_mask(4, window)
+
+
+def test_sliding_window_mask_rejects_a_bad_length():
+    with pytest.raises(ValueError, match="sequence length T >= 1"):
+        sliding_window_mask(0, 2)
+

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from minitx.exercises import close, exercise, teaching_notes, think
 from minitx.exercises.checks import compare, first_difference, implement, predict
-from minitx.masks import causal_mask
+from minitx.masks import sliding_window_mask
 from minitx.transformer import TransformerBlock, sinusoidal_positions
 
 BLOCK_QUESTION = {"d_model": 48, "n_heads": 4, "d_ff": 192}
@@ -120,11 +120,6 @@ predict(
 WINDOW_CHOICES = {"a": "position 3", "b": "position 6", "c": "position 11, every position"}
 
 
-def sliding_window(T: int, window: int) -> Tensor:
-    """(T, T) bool, True = may attend: query i sees keys i - window + 1 .. i."""
-    return causal_mask(T).triu(-(window - 1))
-
-
 def window_reach(T: int = 12, window: int = 4, n_blocks: int = 2) -> int:
     """The last output position of ``n_blocks`` stacked sliding-window blocks that moves when
     token 0 changes, found by changing it."""
@@ -134,7 +129,7 @@ def window_reach(T: int = 12, window: int = 4, n_blocks: int = 2) -> int:
         x = torch.randn(1, T, 16, dtype=torch.float64)
         nudged = x.clone()
         nudged[0, 0] += torch.randn(16, dtype=torch.float64)
-    mask = sliding_window(T, window)
+    mask = sliding_window_mask(T, window)
 
     def run(h: Tensor) -> Tensor:
         for block in blocks:

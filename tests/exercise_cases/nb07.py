@@ -13,10 +13,10 @@ from minitx.exercises.nb07 import (
     expected_block_params,
     expected_initial_loss,
     sinusoidal,
-    sliding_window,
     window_reach,
     window_truth,
 )
+from minitx.masks import sliding_window_mask
 from minitx.transformer import TransformerBlock, sinusoidal_positions
 
 # ---- sinusoidal: right and wrong tables, written by hand ----------------------------------
@@ -136,7 +136,7 @@ def check_nb07_expected_values_agree_with_independent_computations():
 
 
 def check_nb07_sliding_windows_reach_one_window_per_block():
-    band = sliding_window(6, 3)
+    band = sliding_window_mask(6, 3)
     by_hand = torch.tensor([[i - 3 < j <= i for j in range(6)] for i in range(6)])
     assert torch.equal(band, by_hand)
     assert window_reach(12, 4, 1) == 3  # one block: the window, w - 1 = 3 positions on
