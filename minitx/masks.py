@@ -30,8 +30,8 @@ def sliding_window_mask(
     """Causal mask limited to a window: position i may attend to positions
     i - window + 1 .. i, the last ``window`` positions including itself.
 
-    Returns a bool tensor of shape ``(T, T)``: the band of ``causal_mask(T)`` below the
-    diagonal, ``window`` wide. ``window >= T`` gives ``causal_mask(T)``.
+    Returns a bool tensor of shape ``(T, T)``: the diagonal of ``causal_mask(T)`` and the
+    ``window - 1`` diagonals below it. ``window >= T`` gives ``causal_mask(T)``.
     """
     if not isinstance(window, int) or isinstance(window, bool) or window < 1:
         raise ValueError(f"sliding_window_mask expects a window >= 1, got {window!r}")

@@ -1,11 +1,12 @@
 """Where and how torch runs: the device, the CPU threads, autocast and TF32, in one place.
 
-``select_device`` picks CUDA, then Apple's mps, then the CPU. ``plan_runtime`` turns a
-request (device, dtype, compile, threads) into a :class:`Runtime` without changing
-anything; ``activated(runtime)`` switches it on for a ``with`` block and puts every global
-setting back afterwards, and ``threads(n)`` does the same for the thread count alone.
-Nothing in the package changes torch's global state outside such a block, except
-``minitx.notebook.setup_notebook``, whose job is to set up a notebook's session.
+``select_device`` picks CUDA, then Apple's mps, then the CPU, unless ``$MINITX_DEVICE``
+names one. ``plan_runtime`` turns a request (device, dtype, compile, threads) into a
+:class:`Runtime` without changing anything; ``activated(runtime)`` switches it on for a
+``with`` block and puts every global setting back afterwards, and ``threads(n)`` does the
+same for the thread count alone. Nothing in the package changes torch's global state outside
+such a block, except ``minitx.notebook.setup_notebook``, whose job is to set up a notebook's
+session.
 """
 
 from __future__ import annotations
