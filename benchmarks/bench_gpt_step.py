@@ -1,6 +1,7 @@
 """GPT training-step throughput on CPU: minitx.gpt.GPT against a nanoGPT-style reference.
 
     .venv/bin/python benchmarks/bench_gpt_step.py [--repeats 15] [--steps 4] [--bias] [--compile]
+        [--compile-mode default|reduce-overhead|max-autotune]
 
 One step = draw a batch, forward, cross-entropy loss, backward, gradient clipping to
 1.0, AdamW update. The script also prints the time of each of those phases, and the
@@ -159,6 +160,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--compile", action="store_true",
                         help="also time minitx's model under torch.compile (compiles first)")
+    parser.add_argument("--compile-mode", default="default",
+                        choices=["default", "reduce-overhead", "max-autotune"],
+                        help="torch.compile's mode for --compile")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -200,7 +204,7 @@ def main() -> None:
     if args.compile:
         ours_compiled = GPT(cfg)
         ours_compiled.load_state_dict(ours.state_dict())
-        runs["minitx-compiled"] = make_step(torch.compile(ours_compiled),
+        runs["minitx-compiled"] = make_step(torch.compile(ours_compiled, mode=args.compile_mode),
                                             minitx_optimizer(ours_compiled), minitx_batch)
     tokens = args.steps * args.batch * cfg.block_size  # per model per round
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU float32")
