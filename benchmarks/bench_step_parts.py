@@ -118,9 +118,11 @@ def main() -> None:
                               for n, fn in attention.items()},
         "GELU fwd+bwd": {n: fwd_bwd(fn, [h], torch.randn_like(h)) for n, fn in gelu.items()},
     }
-    linears = {"qkv": (C, 3 * C), "attention out": (C, C), "MLP in": (C, HIDDEN),
-               "MLP out": (HIDDEN, C), "head": (C, 65)}
-    for name, (n_in, n_out) in linears.items():
+    # name: (in, out, how many such Linears one step runs)
+    linears = {"qkv": (C, 3 * C, 4), "attention out": (C, C, 4), "MLP in": (C, HIDDEN, 4),
+               "MLP out": (HIDDEN, C, 4), "head": (C, 65, 1)}
+    product_groups = {}  # group name -> Linears of that shape per step
+    for name, (n_in, n_out, per_step) in linears.items():
         x, w, gy = torch.randn(B * T, n_in), torch.randn(n_out, n_in), torch.randn(B * T, n_out)
         wt = w.t().contiguous()  # (in, out)
         torch.testing.assert_close(x @ wt, x @ w.t())
@@ -131,7 +133,9 @@ def main() -> None:
         def transposed(x: Tensor = x, wt: Tensor = wt, gy: Tensor = gy) -> None:
             x @ wt, gy @ wt.t(), x.t() @ gy
 
-        groups[f"{name} {n_in}->{n_out}: 3 products"] = {
+        group = f"{name} {n_in}->{n_out}: 3 products"
+        product_groups[group] = per_step
+        groups[group] = {
             "weight (out, in) (both models)": as_linear, "weight stored (in, out)": transposed}
 
     medians = time_groups(groups, args.rounds, args.calls)
@@ -142,19 +146,10 @@ def main() -> None:
         print(group)
         for name, seconds in by_name.items():
             print(f"  {name:32s} {1e6 * seconds:8.0f} us   x{seconds / first:.2f}")
-    a, b = (linear_products_per_step(medians, layout) for layout in
-            ("weight (out, in) (both models)", "weight stored (in, out)"))
+    a, b = (sum(medians[group][layout] * n for group, n in product_groups.items())
+            for layout in ("weight (out, in) (both models)", "weight stored (in, out)"))
     print(f"all Linear products of one step (4 layers + head): (out, in) {1e3 * a:.2f} ms, "
           f"(in, out) {1e3 * b:.2f} ms, x{b / a:.2f}")
-
-
-def linear_products_per_step(medians: dict[str, dict[str, float]], layout: str) -> float:
-    """Seconds of every Linear's three products in one step: 4 blocks of four, one head."""
-    total = 0.0
-    for group, by_name in medians.items():
-        if group.endswith("3 products"):
-            total += by_name[layout] * (1 if group.startswith("head") else 4)
-    return total
 
 
 if __name__ == "__main__":

@@ -81,8 +81,9 @@ def select_device(
     """
     env = os.environ if env is None else env
     source = "requested"
-    if requested == "auto" and env.get(DEVICE_ENV, "").strip() not in ("", "auto"):
-        requested, source = env[DEVICE_ENV].strip(), f"set by ${DEVICE_ENV}"
+    override = env.get(DEVICE_ENV, "").strip()
+    if requested == "auto" and override not in ("", "auto"):
+        requested, source = override, f"set by ${DEVICE_ENV}"
     if cuda_available is None:
         cuda_available = torch.cuda.is_available()
     if mps_available is None:

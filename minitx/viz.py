@@ -160,12 +160,12 @@ def plot_training_history(
     if not isinstance(runs, Mapping) or not runs:
         raise ValueError(f"runs must be a non-empty dict {{name: history}}, got {runs!r}")
     _check_reference(reference)
+    needed = [k for key, step_key in _HISTORY_CURVES.items() for k in (step_key, key)]
     curves = {}
     for name, history in runs.items():
         if not isinstance(history, Mapping):
             raise ValueError(f"runs[{name!r}] must be a Trainer history (a dict), "
                              f"got {type(history).__name__}")
-        needed = [k for key, step_key in _HISTORY_CURVES.items() for k in (step_key, key)]
         missing = [k for k in needed if k not in history]
         if missing:
             raise ValueError(f"runs[{name!r}] must be a Trainer history with the keys "
