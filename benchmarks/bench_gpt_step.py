@@ -15,11 +15,15 @@ The machine's speed drifts (the course's machine is shared), so the models take 
 in many short rounds, in the opposite order every other round, and the verdict is the
 median over rounds of each round's own time ratio, printed with its spread.
 
-Three models of identical size and identical weights are timed, interleaved:
+Models of identical size and identical weights are timed, interleaved:
   minitx        GPT as shipped (LayerNorm computed by F.layer_norm: ``fused=True``),
-                stepped as minitx's Trainer steps it: batches from ``BlockBatches`` and
-                the optimiser from ``minitx.optim.make_optimizer`` with the runtime's
-                choice of kernel (fused AdamW on the CPU)
+                stepped as minitx's Trainer steps it on this CPU: batches from
+                ``BlockBatches``, the optimiser from ``minitx.optim.make_optimizer`` with
+                the runtime's choice of kernel (fused AdamW on the CPU), and the batch's
+                rows split into the runtime's shards, one core each (``minitx.shards``;
+                as many shards as threads)
+  minitx-whole  the same with the whole batch in one forward and backward pass, every
+                thread working on each product (``plan_runtime(shards=1)``)
   minitx-expl   the same, with the explicit, from-scratch LayerNorm (``fused=False``)
   reference     ``nanogpt_reference.RefGPT``, the REFERENCE model in nanoGPT's layout
                 (c_attn/c_proj, F.scaled_dot_product_attention(is_causal=True),
@@ -56,7 +60,8 @@ from torch import nn
 from minitx.batches import BlockBatches
 from minitx.gpt import GPT, GPTConfig
 from minitx.optim import make_optimizer
-from minitx.runtime import plan_runtime
+from minitx.runtime import plan_runtime, threads
+from minitx.shards import ShardedGradients
 from minitx.transformer import LayerNorm
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -99,36 +104,52 @@ def nanogpt_get_batch(path: Path, batch_size: int, block_size: int) -> Callable[
 PHASES = ("batch", "forward+backward", "clip", "AdamW")
 
 
+def whole_backward(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """Forward and backward of the whole batch; the gradient lands in ``.grad``."""
+    _, loss = model(*batch)
+    loss.backward()
+    return loss
+
+
+def sharded_backward(sharded: ShardedGradients) -> Callable[[nn.Module, Batch], torch.Tensor]:
+    """The same through ``ShardedGradients``, as minitx's Trainer runs it on the CPU."""
+    return lambda model, batch: sharded.backward(model, lambda m, piece: m(*piece)[1], batch)
+
+
 def make_step(
-    model: nn.Module, optimizer: torch.optim.Optimizer, get_batch: Callable[[], Batch]
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    get_batch: Callable[[], Batch],
+    backward: Callable[[nn.Module, Batch], torch.Tensor] = whole_backward,
+    num_threads: int | None = None,
 ) -> Callable[[int], dict[str, float]]:
-    """``run(n)`` takes n training steps and returns the seconds spent in each phase."""
+    """``run(n)`` takes n training steps (with ``num_threads`` torch threads if given) and
+    returns the seconds spent in each phase."""
 
     def run(n: int) -> dict[str, float]:
         spent = dict.fromkeys(PHASES, 0.0)
-        for _ in range(n):
-            t0 = time.perf_counter()
-            x, y = get_batch()
-            t1 = time.perf_counter()
-            _, loss = model(x, y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            t2 = time.perf_counter()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            t3 = time.perf_counter()
-            optimizer.step()
-            t4 = time.perf_counter()
-            for phase, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-                spent[phase] += dt
+        with threads(num_threads or torch.get_num_threads()):
+            for _ in range(n):
+                t0 = time.perf_counter()
+                batch = get_batch()
+                t1 = time.perf_counter()
+                optimizer.zero_grad(set_to_none=True)
+                backward(model, batch)
+                t2 = time.perf_counter()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                t3 = time.perf_counter()
+                optimizer.step()
+                t4 = time.perf_counter()
+                for phase, dt in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                    spent[phase] += dt
         return spent
 
     return run
 
 
 def minitx_optimizer(model: nn.Module) -> torch.optim.Optimizer:
-    runtime = plan_runtime("cpu")
     return make_optimizer(model, learning_rate=1e-3, weight_decay=0.1, betas=(0.9, 0.99),
-                          fused=runtime.fused_adamw)
+                          fused=plan_runtime("cpu").fused_adamw)
 
 
 def time_layernorm(B: int, T: int, C: int, repeats: int, iters: int = 50) -> dict[str, float]:
@@ -173,6 +194,8 @@ def main() -> None:
     ours = GPT(cfg)
     ours_explicit = set_fused(GPT(cfg), False)
     ours_explicit.load_state_dict(ours.state_dict())
+    ours_whole = GPT(cfg)
+    ours_whole.load_state_dict(ours.state_dict())
     ref = RefGPT(RefConfig(cfg.block_size, cfg.vocab_size, cfg.n_layer, cfg.n_head,
                            cfg.n_embd, cfg.dropout, cfg.bias))
     copy_into_reference(ours, ref)
@@ -194,10 +217,22 @@ def main() -> None:
         torch.testing.assert_close(ref(x0, y0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(ours_explicit(x0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
 
+    runtime = plan_runtime("cpu", threads=torch.get_num_threads())
+    if runtime.shards < 2:
+        raise SystemExit(f"one thread, so no shards to compare (runtime {runtime})")
+    sharded = ShardedGradients(runtime.shards)
+    sharded_backward(sharded)(ours, (x0, y0))
+    whole_backward(ours_whole, (x0, y0))
+    for p, q in zip(ours.parameters(), ours_whole.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)  # one gradient
+
     reference_adamw = ref.configure_optimizers(0.1, 1e-3, (0.9, 0.99), "cpu")
     runs = {
-        "minitx": make_step(ours, minitx_optimizer(ours), minitx_batch),
-        "minitx-expl": make_step(ours_explicit, minitx_optimizer(ours_explicit), minitx_batch),
+        "minitx": make_step(ours, minitx_optimizer(ours), minitx_batch,
+                            sharded_backward(sharded), num_threads=1),
+        "minitx-whole": make_step(ours_whole, minitx_optimizer(ours_whole), minitx_batch),
+        "minitx-expl": make_step(ours_explicit, minitx_optimizer(ours_explicit), minitx_batch,
+                                 sharded_backward(sharded), num_threads=1),
         "reference": make_step(ref, reference_adamw,
                                nanogpt_get_batch(token_file, args.batch, cfg.block_size)),
     }
@@ -207,7 +242,8 @@ def main() -> None:
         runs["minitx-compiled"] = make_step(torch.compile(ours_compiled, mode=args.compile_mode),
                                             minitx_optimizer(ours_compiled), minitx_batch)
     tokens = args.steps * args.batch * cfg.block_size  # per model per round
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU float32")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU float32; minitx "
+          f"splits each batch into {runtime.shards} row shards")
     print(f"GPT {cfg.n_layer} layers, {cfg.n_head} heads, width {cfg.n_embd}, block "
           f"{cfg.block_size}, batch {args.batch}, vocab {cfg.vocab_size}: "
           f"{ours.num_parameters():,} parameters; step = batch + fwd + bwd + clip + AdamW")
@@ -234,6 +270,10 @@ def main() -> None:
     print(f"minitx step vs reference: x{speedup:.2f} tokens/s, median of the rounds' ratios "
           f"(middle half x{q1:.2f}..x{q3:.2f}; target x1.10: "
           f"{'met' if speedup >= 1.1 else 'not met'})")
+    ratios_s = sorted(w / m for w, m in zip(times["minitx-whole"], times["minitx"], strict=True))
+    print(f"what the shards buy: x{statistics.median(ratios_s):.2f} tokens/s over the whole "
+          f"batch in one pass (middle half x{ratios_s[len(ratios_s) // 4]:.2f}.."
+          f"x{ratios_s[(3 * len(ratios_s)) // 4]:.2f})")
     if args.compile:
         ratios_c = sorted(r / m for r, m in
                           zip(times["reference"], times["minitx-compiled"], strict=True))
@@ -245,8 +285,8 @@ def main() -> None:
     for name, by_phase in phases.items():
         print(f"  {name:15s}" + "".join(f"{1e3 * statistics.median(by_phase[p]) / args.steps:18.2f}"
                                       for p in PHASES))
-    # The models are one network, so minitx can only win in the phases around it. Even
-    # with free batches and a free AdamW step, the reference's step would speed up only:
+    # The models are one network: with the whole batch in one pass, minitx can only win in
+    # the phases around it. Even free batches and a free AdamW step would speed up only:
     ref_network = statistics.median(
         [f + c for f, c in zip(phases["reference"]["forward+backward"],
                                phases["reference"]["clip"], strict=True)])

@@ -45,6 +45,7 @@ GROUPS = [
             "minitx.ladder",
             "minitx.batches",
             "minitx.trainer",
+            "minitx.shards",
             "minitx.train_config",
             "minitx.optim",
             "minitx.muon",

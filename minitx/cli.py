@@ -248,6 +248,8 @@ def _train(args: argparse.Namespace) -> int:
     dtype = str(rt.dtype).replace("torch.", "")
     plural = "s" if rt.num_threads != 1 else ""
     threads = f", {rt.num_threads} thread{plural}" if rt.device.type == "cpu" else ""
+    if trainer.shards > 1:
+        threads += f", each batch in {trainer.shards} row shards"
     print(
         f"preset {preset.name}: {model_config.n_layer} layers x {model_config.n_embd} wide, "
         f"{model_config.n_head} heads, block {model_config.block_size}, "

@@ -28,7 +28,8 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 @dataclass(frozen=True)
 class Runtime:
     """How work will run: the device, the autocast dtype (float32 = none), whether to
-    ``torch.compile`` and use fused AdamW, TF32 matmuls, and the CPU thread count."""
+    ``torch.compile`` and use fused AdamW, TF32 matmuls, the CPU thread count, and into
+    how many row shards training splits a batch (one core each, see ``minitx.shards``)."""
 
     device: torch.device
     dtype: torch.dtype
@@ -36,6 +37,7 @@ class Runtime:
     fused_adamw: bool
     tf32: bool
     num_threads: int
+    shards: int = 1
 
 
 def available_cpus() -> int:
@@ -116,14 +118,16 @@ def plan_runtime(
     mps_available: bool | None = None,
     bf16_supported: bool | None = None,
     cpus: int | None = None,
+    shards: int | None = None,
 ) -> Runtime:
-    """Decide device, autocast dtype, compile, fused AdamW, TF32 and threads.
+    """Decide device, autocast dtype, compile, fused AdamW, TF32, threads and shards.
 
     CUDA: bf16 autocast (if the GPU supports it), fused AdamW, TF32, compile.
     mps: float32, no compile. CPU: float32, no compile, ``threads`` or every available
-    core (``$OMP_NUM_THREADS`` when set, see ``cpu_threads``). ``dtype`` and ``compile``
-    override the choice. A pure function of its inputs: nothing changes until
-    :func:`activated`.
+    core (``$OMP_NUM_THREADS`` when set, see ``cpu_threads``), and a training batch split
+    into as many row shards as threads, each shard on its own core. ``dtype``, ``compile``
+    and ``shards`` (1: never split) override the choice. A pure function of its inputs:
+    nothing changes until :func:`activated`.
     """
     chosen = select_device(device, cuda_available=cuda_available, mps_available=mps_available)
     is_cuda = chosen.type == "cuda"
@@ -138,13 +142,24 @@ def plan_runtime(
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                 or threads < 1):
         raise ValueError(f"threads must be None or an int >= 1, got {threads!r}")
+    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int)
+                               or shards < 1):
+        raise ValueError(f"shards must be None or an int >= 1, got {shards!r}")
+    num_threads = threads or cpu_threads(cpus=cpus)
+    on_cpu = chosen.type == "cpu"
+    if shards is None:
+        shards = num_threads if on_cpu else 1
+    elif shards > 1 and not on_cpu:
+        raise ValueError(f"shards={shards} splits batches over CPU cores, but the device is "
+                         f"{chosen.type}")
     return Runtime(
         device=chosen,
         dtype=autocast_dtype,
         compile=is_cuda if compile is None else bool(compile),
         fused_adamw=chosen.type in ("cuda", "cpu"),  # torch has fused AdamW kernels for both
         tf32=is_cuda,
-        num_threads=threads or cpu_threads(cpus=cpus),
+        num_threads=num_threads,
+        shards=shards,
     )
 
 

@@ -23,11 +23,14 @@ the ``on_interrupt`` callbacks (the CLI saves a checkpoint there) and re-raises
 
 The device is picked without flags: CUDA when present (bf16 autocast, fused AdamW,
 TF32 matmuls, ``torch.compile``), else Apple's mps, else the CPU (float32, every core
-the process may use).
+the process may use). On a CPU with several cores, a language model with the default loss
+and no dropout trains data-parallel: each core runs the forward and backward pass of its
+own rows of the batch (``minitx.shards``), for the same gradient up to float rounding.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -39,7 +42,15 @@ import torch
 from torch import Tensor, nn
 
 from minitx.optim import make_optimizer
-from minitx.runtime import DeferredInterrupt, Runtime, activated, autocast, plan_runtime
+from minitx.runtime import (
+    DeferredInterrupt,
+    Runtime,
+    activated,
+    autocast,
+    plan_runtime,
+    threads,
+)
+from minitx.shards import ShardedGradients, can_shard, has_dropout
 from minitx.train_config import TrainConfig
 
 Batch = Any  # whatever get_batch returns; (x, y) for a language model
@@ -129,6 +140,7 @@ class Trainer:
         self._loss_sum: Tensor | float = 0.0
         self._loss_count = 0
         self._mid_update = False
+        self._sharded: ShardedGradients | None = None  # open only inside train()
 
     # -------------------------------------------------------------- callbacks
     def add_callback(self, event: str, fn: Callback) -> None:
@@ -201,8 +213,11 @@ class Trainer:
                 f"get_batch returned a batch of {x.size(0)} rows; TrainConfig.batch_size is "
                 f"{self.config.batch_size}"
             )
-        loss = self._loss(batch)
-        loss.backward()
+        if self._sharded is not None and can_shard(batch, self._sharded.shards):
+            loss = self._sharded.backward(self.model, lambda _, piece: self._loss(piece), batch)
+        else:
+            loss = self._loss(batch)
+            loss.backward()
         norm = None
         if self.config.grad_clip > 0:
             norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
@@ -229,6 +244,8 @@ class Trainer:
         self.model.train()
         self.stop_requested = False
         self.optimizer.zero_grad(set_to_none=True)  # drop grads of an interrupted step
+        if self.shards > 1:
+            self._sharded = ShardedGradients(self.shards)
         if self.step == 0 and not self.history["eval_step"]:
             self._eval_and_record()
         bar = tqdm(
@@ -242,7 +259,10 @@ class Trainer:
         t_window, tokens_window = time.perf_counter(), 0
         t_last = t_window
         try:
-            with activated(self.runtime), DeferredInterrupt() as interrupt:
+            # With shards, every thread of the loop computes with one torch thread: the idle
+            # OpenMP team of a two-thread optimizer step would spin on the shards' cores.
+            step_threads = threads(1) if self._sharded else contextlib.nullcontext()
+            with activated(self.runtime), step_threads, DeferredInterrupt() as interrupt:
                 while self.step < max_steps:
                     loss, norm, n_tokens = self._train_step()
                     self._loss_sum = self._loss_sum + loss.float()  # no device sync here
@@ -286,8 +306,22 @@ class Trainer:
             raise
         finally:
             bar.close()
+            if self._sharded is not None:
+                self._sharded.close()
+                self._sharded = None
         self._trigger("on_train_end")
         return self.history
+
+    @property
+    def shards(self) -> int:
+        """Row shards per training batch: the runtime's, on the CPU without compiling, for a
+        model without dropout and the default language-model loss; else 1. The gradient is
+        the whole batch's either way (``minitx.shards``)."""
+        if (self.runtime.device.type != "cpu" or self.runtime.compile
+                or self.loss_fn is not language_model_loss
+                or has_dropout(self.model)):
+            return 1
+        return self.runtime.shards
 
     def stop(self) -> None:
         """Ask :meth:`train` to stop after the current step (it evaluates first)."""
