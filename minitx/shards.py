@@ -87,32 +87,26 @@ class ShardedGradients:
     def backward(self, model: nn.Module, loss_fn: ShardLoss, batch: BatchTuple) -> Tensor:
         params = [p for p in model.parameters() if p.requires_grad]
         pieces = split_rows(batch, self.shards)
+        rows = batch[0].size(0)
 
-        def loss_and_grads(piece: BatchTuple) -> tuple[Tensor, tuple[Tensor | None, ...]]:
-            loss = loss_fn(model, piece)
-            return loss.detach(), torch.autograd.grad(loss, params, allow_unused=True)
+        def weighted_loss_and_grads(piece: BatchTuple) -> tuple[Tensor, list[Tensor | None]]:
+            # Weighting the shard's loss weights its whole gradient, at no extra cost.
+            loss = loss_fn(model, piece) * (piece[0].size(0) / rows)
+            return loss.detach(), list(torch.autograd.grad(loss, params, allow_unused=True))
 
         with threads(1):
-            futures = [self._pool.submit(loss_and_grads, piece) for piece in pieces[1:]]
+            futures = [self._pool.submit(weighted_loss_and_grads, p) for p in pieces[1:]]
             try:
-                first = loss_and_grads(pieces[0])
+                first = weighted_loss_and_grads(pieces[0])
             finally:
                 wait(futures)  # no thread may still be working when an error propagates
             results = [first] + [f.result() for f in futures]
-        rows = batch[0].size(0)
-        weights = [piece[0].size(0) / rows for piece in pieces]
-        loss = sum(w * shard_loss for w, (shard_loss, _) in zip(weights, results, strict=True))
         for i, p in enumerate(params):
-            grads = [(w, g[i]) for w, (_, g) in zip(weights, results, strict=True)
-                     if g[i] is not None]
-            if not grads:
-                p.grad = None
-                continue
-            total = grads[0][1].mul_(grads[0][0])
-            for w, g in grads[1:]:
-                total.add_(g, alpha=w)
-            p.grad = total
-        return loss
+            grads = [g[i] for _, g in results if g[i] is not None]
+            for g in grads[1:]:  # a fixed order: the same sum on every run
+                grads[0].add_(g)
+            p.grad = grads[0] if grads else None
+        return sum(loss for loss, _ in results)
 
     def close(self) -> None:
         """End the thread pool."""
