@@ -1,9 +1,11 @@
-"""The GPU figures quoted in README.md and benchmarks/results/gpu.md are those of the run
-recorded next to them (benchmarks/results/gpu_train.json), not numbers typed by hand."""
+"""The figures quoted in README.md and benchmarks/results/gpu.md are those of the runs
+recorded next to them (benchmarks/results/gpu_train.json for the GPU, gpt_step.log for the
+CPU training step), not numbers typed by hand."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,15 @@ def test_gpu_md_table_quotes_the_recorded_run(gpu_run: dict) -> None:
         _, ours, theirs = _table_row(text, row_start)
         assert format(minitx[key], fmt) in ours, (row_start, ours)
         assert format(reference[key], fmt) in theirs, (row_start, theirs)
+
+
+def test_readme_step_speedups_quote_the_recorded_cpu_runs() -> None:
+    """README's bench_gpt_step figures are the three runs in benchmarks/results/gpt_step.log."""
+    log = (RESULTS / "gpt_step.log").read_text()
+    speedups = re.findall(r"minitx step vs reference: x(\d\.\d\d)", log)
+    bought = re.findall(r"what the shards buy: x(\d\.\d\d)", log)
+    assert len(speedups) == len(bought) == 3, (speedups, bought)
+    readme = " ".join((ROOT / "README.md").read_text().split())  # one line, single spaces
+    assert (f"x{speedups[0]}, x{speedups[1]} and x{speedups[2]} the reference's tokens/s"
+            in readme)
+    assert f"the shards bought x{bought[0]}, x{bought[1]} and x{bought[2]}" in readme
