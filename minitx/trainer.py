@@ -244,8 +244,6 @@ class Trainer:
         self.model.train()
         self.stop_requested = False
         self.optimizer.zero_grad(set_to_none=True)  # drop grads of an interrupted step
-        if self.shards > 1:
-            self._sharded = ShardedGradients(self.shards)
         if self.step == 0 and not self.history["eval_step"]:
             self._eval_and_record()
         bar = tqdm(
@@ -259,6 +257,8 @@ class Trainer:
         t_window, tokens_window = time.perf_counter(), 0
         t_last = t_window
         try:
+            if self.shards > 1:
+                self._sharded = ShardedGradients(self.shards)
             # With shards, every thread of the loop computes with one torch thread: the idle
             # OpenMP team of a two-thread optimizer step would spin on the shards' cores.
             step_threads = threads(1) if self._sharded else contextlib.nullcontext()
