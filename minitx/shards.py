@@ -85,6 +85,8 @@ class ShardedGradients:
         )
 
     def backward(self, model: nn.Module, loss_fn: ShardLoss, batch: BatchTuple) -> Tensor:
+        """``batch``: tensors of B rows each (B >= shards); ``loss_fn(model, shard)`` a
+        scalar mean over the shard's rows. Returns the scalar loss of the whole batch."""
         params = [p for p in model.parameters() if p.requires_grad]
         pieces = split_rows(batch, self.shards)
         rows = batch[0].size(0)
