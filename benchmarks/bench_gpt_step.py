@@ -23,8 +23,9 @@ Models of identical size and identical weights are timed, interleaved:
                 rows split into the runtime's shards, one core each (``minitx.shards``;
                 as many shards as threads)
   minitx-whole  the same with the whole batch in one forward and backward pass, every
-                thread working on each product (``plan_runtime(shards=1)``)
-  minitx-expl   the same, with the explicit, from-scratch LayerNorm (``fused=False``)
+                thread working on each product (``plan_runtime(shards=1)``); only with
+                more than one thread (with one, minitx's own row does not split either)
+  minitx-expl   the minitx row with the explicit, from-scratch LayerNorm (``fused=False``)
   reference     ``nanogpt_reference.RefGPT``, the REFERENCE model in nanoGPT's layout
                 (c_attn/c_proj, F.scaled_dot_product_attention(is_causal=True),
                 F.layer_norm, tied head), stepped as nanoGPT's train.py steps it on a
@@ -218,32 +219,34 @@ def main() -> None:
         torch.testing.assert_close(ours_explicit(x0)[0], ours(x0)[0], rtol=1e-4, atol=1e-5)
 
     runtime = plan_runtime("cpu", threads=torch.get_num_threads())
-    if runtime.shards < 2:
-        raise SystemExit(f"one thread, so no shards to compare (runtime {runtime})")
-    sharded = ShardedGradients(runtime.shards)
-    sharded_backward(sharded)(ours, (x0, y0))
-    whole_backward(ours_whole, (x0, y0))
-    for p, q in zip(ours.parameters(), ours_whole.parameters(), strict=True):
-        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)  # one gradient
+    backward, step_threads = whole_backward, None  # one thread: the Trainer does not split
+    if runtime.shards > 1:
+        sharded = ShardedGradients(runtime.shards)
+        backward, step_threads = sharded_backward(sharded), 1
+        backward(ours, (x0, y0))
+        whole_backward(ours_whole, (x0, y0))
+        for p, q in zip(ours.parameters(), ours_whole.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)  # one gradient
 
     reference_adamw = ref.configure_optimizers(0.1, 1e-3, (0.9, 0.99), "cpu")
     runs = {
-        "minitx": make_step(ours, minitx_optimizer(ours), minitx_batch,
-                            sharded_backward(sharded), num_threads=1),
-        "minitx-whole": make_step(ours_whole, minitx_optimizer(ours_whole), minitx_batch),
+        "minitx": make_step(ours, minitx_optimizer(ours), minitx_batch, backward, step_threads),
         "minitx-expl": make_step(ours_explicit, minitx_optimizer(ours_explicit), minitx_batch,
-                                 sharded_backward(sharded), num_threads=1),
+                                 backward, step_threads),
         "reference": make_step(ref, reference_adamw,
                                nanogpt_get_batch(token_file, args.batch, cfg.block_size)),
     }
+    if runtime.shards > 1:
+        runs["minitx-whole"] = make_step(ours_whole, minitx_optimizer(ours_whole), minitx_batch)
     if args.compile:
         ours_compiled = GPT(cfg)
         ours_compiled.load_state_dict(ours.state_dict())
         runs["minitx-compiled"] = make_step(torch.compile(ours_compiled, mode=args.compile_mode),
                                             minitx_optimizer(ours_compiled), minitx_batch)
     tokens = args.steps * args.batch * cfg.block_size  # per model per round
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU float32; minitx "
-          f"splits each batch into {runtime.shards} row shards")
+    split = (f"minitx splits each batch into {runtime.shards} row shards" if runtime.shards > 1
+             else "one thread, so minitx does not split batches")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), CPU float32; {split}")
     print(f"GPT {cfg.n_layer} layers, {cfg.n_head} heads, width {cfg.n_embd}, block "
           f"{cfg.block_size}, batch {args.batch}, vocab {cfg.vocab_size}: "
           f"{ours.num_parameters():,} parameters; step = batch + fwd + bwd + clip + AdamW")
@@ -270,10 +273,12 @@ def main() -> None:
     print(f"minitx step vs reference: x{speedup:.2f} tokens/s, median of the rounds' ratios "
           f"(middle half x{q1:.2f}..x{q3:.2f}; target x1.10: "
           f"{'met' if speedup >= 1.1 else 'not met'})")
-    ratios_s = sorted(w / m for w, m in zip(times["minitx-whole"], times["minitx"], strict=True))
-    print(f"what the shards buy: x{statistics.median(ratios_s):.2f} tokens/s over the whole "
-          f"batch in one pass (middle half x{ratios_s[len(ratios_s) // 4]:.2f}.."
-          f"x{ratios_s[(3 * len(ratios_s)) // 4]:.2f})")
+    if "minitx-whole" in times:
+        ratios_s = sorted(w / m for w, m in zip(times["minitx-whole"], times["minitx"],
+                                                strict=True))
+        print(f"what the shards buy: x{statistics.median(ratios_s):.2f} tokens/s over the "
+              f"whole batch in one pass (middle half x{ratios_s[len(ratios_s) // 4]:.2f}.."
+              f"x{ratios_s[(3 * len(ratios_s)) // 4]:.2f})")
     if args.compile:
         ratios_c = sorted(r / m for r, m in
                           zip(times["reference"], times["minitx-compiled"], strict=True))
