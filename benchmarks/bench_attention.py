@@ -16,8 +16,8 @@ import time
 import torch
 from torch import nn
 
-from minitx.attention import MultiHeadAttention
-from minitx.masks import causal_mask
+from minitx.nn.attention import MultiHeadAttention
+from minitx.nn.masks import causal_mask
 
 
 def time_fwd_bwd(fn, x: torch.Tensor, iters: int) -> float:

@@ -1,4 +1,4 @@
-"""GPT training-step throughput on CPU: minitx.gpt.GPT against a nanoGPT-style reference.
+"""GPT training-step throughput on CPU: minitx.nn.gpt.GPT against a nanoGPT-style reference.
 
     .venv/bin/python benchmarks/bench_gpt_step.py [--repeats 15] [--steps 4] [--bias] [--compile]
         [--compile-mode default|reduce-overhead|max-autotune]
@@ -18,9 +18,9 @@ median over rounds of each round's own time ratio, printed with its spread.
 Models of identical size and identical weights are timed, interleaved:
   minitx        GPT as shipped (LayerNorm computed by F.layer_norm: ``fused=True``),
                 stepped as minitx's Trainer steps it on this CPU: batches from
-                ``BlockBatches``, the optimiser from ``minitx.optim.make_optimizer`` with
+                ``BlockBatches``, the optimiser from ``minitx.train.optim.make_optimizer`` with
                 the runtime's choice of kernel (fused AdamW on the CPU), and the batch's
-                rows split into the runtime's shards, one core each (``minitx.shards``;
+                rows split into the runtime's shards, one core each (``minitx.train.shards``;
                 as many shards as threads)
   minitx-whole  the same with the whole batch in one forward and backward pass, every
                 thread working on each product (``plan_runtime(shards=1)``); only with
@@ -58,12 +58,12 @@ import torch
 from nanogpt_reference import RefConfig, RefGPT, memmap_batch
 from torch import nn
 
-from minitx.batches import BlockBatches
-from minitx.gpt import GPT, GPTConfig
-from minitx.optim import make_optimizer
-from minitx.runtime import plan_runtime, threads
-from minitx.shards import ShardedGradients
-from minitx.transformer import LayerNorm
+from minitx.data.batches import BlockBatches
+from minitx.nn.gpt import GPT, GPTConfig
+from minitx.nn.transformer import LayerNorm
+from minitx.train.optim import make_optimizer
+from minitx.train.runtime import plan_runtime, threads
+from minitx.train.shards import ShardedGradients
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

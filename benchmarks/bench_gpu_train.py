@@ -32,7 +32,7 @@ one CUDA GPU, on the same tokens (tiny Shakespeare, minitx's character encoding,
 
 Figures, per model (also in ``DIR/results.json``, rewritten after each model):
   val_loss_whole_split  mean cross-entropy (nats/char) over the whole val split in
-                        non-overlapping windows of 256 (``minitx.analysis.split_loss``),
+                        non-overlapping windows of 256 (``minitx.course.analysis.split_loss``),
                         after training, on the GPU in float32 (no autocast, TF32 off), the
                         uncompiled module in eval mode: both models scored the same way
   last_eval_val         the recipe's own last periodic val estimate (random batches)
@@ -78,16 +78,16 @@ import torch
 from nanogpt_reference import RefConfig, RefGPT, memmap_batch
 from torch import Tensor, nn
 
-from minitx import checkpoint as ck
-from minitx.analysis import split_loss
-from minitx.batches import BlockBatches
 from minitx.cli import CORPUS, TRAIN_FRACTION
 from minitx.data import load_text, train_val_split
-from minitx.gpt import GPT
-from minitx.presets import get_preset
-from minitx.runtime import plan_runtime
-from minitx.tokenizer import CharTokenizer
-from minitx.trainer import TrainConfig, Trainer, count_parameters
+from minitx.data.batches import BlockBatches
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.gpt import GPT
+from minitx.train import checkpoint as ck
+from minitx.train.evaluate import split_loss
+from minitx.train.presets import get_preset
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import TrainConfig, Trainer, count_parameters
 
 MODELS = ("minitx", "reference")
 SKIP_STEPS = 50

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from minitx.checkpoint import load_gpt
-from minitx.gpt import GPT, kv_cache_numel
+from minitx.nn.gpt import GPT, kv_cache_numel
+from minitx.train.checkpoint import load_gpt
 
 CKPT = Path(__file__).resolve().parent.parent / "data" / "minigpt_shakespeare.pt"
 

@@ -1,9 +1,9 @@
-"""Muon's step: minitx.muon.Muon (same-shape matrices as one batch) against torch.optim.Muon.
+"""Muon's step: minitx.train.muon.Muon (same-shape matrices as one batch) against torch.optim.Muon.
 
     .venv/bin/python benchmarks/bench_muon.py [--preset cpu] [--rounds 10] [--steps 5]
 
 Both optimisers train a copy of the preset's GPT (same initial weights) on the same
-batches, through ``minitx.optim.make_optimizer`` (Muon for the block matrices, AdamW for
+batches, through ``minitx.train.optim.make_optimizer`` (Muon for the block matrices, AdamW for
 the rest), taking turns in short rounds in alternating order, since this shared machine's
 speed drifts. Printed: the optimiser's step alone and the whole training step (batch,
 forward, backward, clipping, optimiser), median ms over the rounds, and whether the two
@@ -18,11 +18,11 @@ import time
 
 import torch
 
-from minitx.gpt import GPT
-from minitx.muon import Muon
-from minitx.optim import MuonWithAdamW, make_optimizer
-from minitx.presets import get_preset
-from minitx.runtime import activated, plan_runtime
+from minitx.nn.gpt import GPT
+from minitx.train.muon import Muon
+from minitx.train.optim import MuonWithAdamW, make_optimizer
+from minitx.train.presets import get_preset
+from minitx.train.runtime import activated, plan_runtime
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ eighth of each run at a time), so that a change in the machine's load hits every
 about equally. Each run's wall time is the sum of its own chunks (training plus its
 periodic evaluations, as ``minitx train`` would spend it, and compilation where it
 compiles). After training every model is scored on the whole validation split in
-non-overlapping windows of its own block size (``minitx.analysis.split_loss``, not
+non-overlapping windows of its own block size (``minitx.course.analysis.split_loss``, not
 timed).
 
     python benchmarks/bench_presets.py                 # the full table (about 20 minutes)
@@ -39,14 +39,14 @@ from pathlib import Path
 
 import torch
 
-from minitx.analysis import split_loss
-from minitx.batches import BlockBatches
 from minitx.data import load_text, train_val_split
-from minitx.gpt import GPT
-from minitx.presets import Preset, get_preset
-from minitx.runtime import plan_runtime
-from minitx.tokenizer import CharTokenizer
-from minitx.trainer import TrainConfig, Trainer, count_parameters
+from minitx.data.batches import BlockBatches
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.gpt import GPT
+from minitx.train.evaluate import split_loss
+from minitx.train.presets import Preset, get_preset
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import TrainConfig, Trainer, count_parameters
 
 CHUNKS = 8
 RECORD = Path(__file__).with_name("presets_ablation.json")

@@ -19,7 +19,7 @@ import time
 import torch
 from torch import nn
 
-from minitx.rnn import GRU, LSTM, RNN
+from minitx.nn.rnn import GRU, LSTM, RNN
 
 
 def best_time(fn, x: torch.Tensor, repeats: int) -> float:

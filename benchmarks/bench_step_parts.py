@@ -32,8 +32,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from minitx.attention import scaled_dot_product_attention
-from minitx.masks import causal_mask
+from minitx.nn.attention import scaled_dot_product_attention
+from minitx.nn.masks import causal_mask
 
 B, T, C, N_HEAD, HIDDEN = 12, 64, 128, 4, 512
 

@@ -62,8 +62,8 @@ TEACHER_COMMANDS = {
 # ---------------------------------------------------------------- argument parsing
 def build_parser() -> argparse.ArgumentParser:
     """The ``minitx`` argument parser (subcommands train, sample, export, and the teacher's
-    solutions, progress and guide, which :mod:`minitx.exercises.teacher` parses)."""
-    from minitx.presets import preset_names
+    solutions, progress and guide, which :mod:`minitx.course.teacher` parses)."""
+    from minitx.train.presets import preset_names
 
     parser = _Parser(prog="minitx", description="minitx: train and sample the course's Mini-GPT.")
     parser.add_argument("--version", action="version", version=f"minitx {__version__}")
@@ -154,14 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _train(args: argparse.Namespace) -> int:
     import torch
 
-    from minitx import checkpoint as ck
-    from minitx.batches import BlockBatches
     from minitx.data import load_text, train_val_split
-    from minitx.gpt import GPT, GPTConfig
-    from minitx.presets import get_preset
-    from minitx.runtime import plan_runtime
-    from minitx.tokenizer import CharTokenizer
-    from minitx.trainer import TrainConfig, Trainer, count_parameters
+    from minitx.data.batches import BlockBatches
+    from minitx.data.tokenizer import CharTokenizer
+    from minitx.nn.gpt import GPT, GPTConfig
+    from minitx.train import checkpoint as ck
+    from minitx.train.presets import get_preset
+    from minitx.train.runtime import plan_runtime
+    from minitx.train.trainer import TrainConfig, Trainer, count_parameters
 
     try:
         preset = get_preset(args.preset)
@@ -325,9 +325,9 @@ def _sample(args: argparse.Namespace) -> int:
     _check_sampling(args)  # before the (slower) checkpoint load
     import torch
 
-    from minitx.checkpoint import load_gpt
     from minitx.data import shipped_model_path
-    from minitx.runtime import select_device
+    from minitx.train.checkpoint import load_gpt
+    from minitx.train.runtime import select_device
 
     device = select_device(args.device)
     checkpoint = shipped_model_path("large") if args.checkpoint is None else args.checkpoint
@@ -373,7 +373,7 @@ def _sample(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- export
 def _export(args: argparse.Namespace) -> int:
-    from minitx.checkpoint import export_checkpoint
+    from minitx.train.checkpoint import export_checkpoint
 
     if args.dtype not in ("float32", "float16", "bfloat16"):
         raise UsageError(f"--dtype must be float32, float16 or bfloat16, got {args.dtype!r}")
@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     if args.command in TEACHER_COMMANDS:
-        from minitx.exercises.teacher import main as teacher_main
+        from minitx.course.teacher import main as teacher_main
 
         return teacher_main([args.command, *args.rest])
     commands = {"train": _train, "sample": _sample, "export": _export}

@@ -1,10 +1,10 @@
-"""What every exercise test asserts about ``minitx.exercises.check``'s verdicts."""
+"""What every exercise test asserts about ``minitx.course.exercises.check``'s verdicts."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from minitx.exercises import check
+from minitx.course.exercises import check
 
 
 def assert_correct(name: str, answer: Any, capsys) -> None:

@@ -1,4 +1,4 @@
-"""minitx.activations: ReLU² against PyTorch's own ops, and the GPT options that use it."""
+"""minitx.nn.activations: ReLU² against PyTorch's own ops, and the GPT options that use it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitx.activations import relu_squared
-from minitx.gpt import GPT, GPTConfig
+from minitx.nn.activations import relu_squared
+from minitx.nn.gpt import GPT, GPTConfig
 
 
 def test_relu_squared_matches_torch_forward_and_backward():

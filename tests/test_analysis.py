@@ -1,4 +1,4 @@
-"""minitx.analysis: loss estimate, repetition, verbatim matches, occlusion, sampling widget."""
+"""Loss estimates, repetition, verbatim matches, occlusion and the sampling widget."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitx import analysis as A
-from minitx.gpt import GPT, GPTConfig
-from minitx.sampling_explorer import SamplingExplorer
-from minitx.tokenizer import CharTokenizer
+from minitx.course import analysis as A
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.gpt import GPT, GPTConfig
+from minitx.viz.sampling_explorer import SamplingExplorer
 
 
 def brute_match_lengths(sample: str, corpus: str) -> list[int]:
@@ -112,7 +112,7 @@ def test_estimate_loss_is_mean_of_fixed_batches(tiny):
     b = A.estimate_loss(model, data, 8, batch_size=4, n_batches=3, seed=5)
     assert a == b
     # the same windows, scored by hand
-    from minitx.batches import random_blocks
+    from minitx.data.batches import random_blocks
 
     gen = torch.Generator().manual_seed(5)
     losses = []

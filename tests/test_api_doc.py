@@ -33,7 +33,7 @@ def public_names(module: ModuleType) -> list[str]:
 
 def modules() -> list[str]:
     found = [m.name for m in pkgutil.walk_packages(minitx.__path__, "minitx.")]
-    return sorted(m for m in found if not m.startswith("minitx.exercises.nb")
+    return sorted(m for m in found if not m.startswith("minitx.course.exercises.nb")
                   and m != "minitx.tasks" and not m.endswith("__main__"))
 
 

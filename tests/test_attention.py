@@ -1,4 +1,4 @@
-"""Tests for minitx.attention: scaled dot-product, additive and dot-product attention.
+"""Tests for minitx.nn.attention: scaled dot-product, additive and dot-product attention.
 
 Everything is compared in float64 against an independent formula and against PyTorch's
 own ``F.scaled_dot_product_attention`` (same boolean convention: True = may attend).
@@ -14,13 +14,13 @@ import torch
 import torch.nn.functional as F
 from parity import assert_same_outputs_and_grads
 
-from minitx.attention import (
+from minitx.nn.attention import (
     AdditiveAttention,
     DotProductAttention,
     masked_softmax,
     scaled_dot_product_attention,
 )
-from minitx.masks import causal_mask, combine_masks, padding_mask
+from minitx.nn.masks import causal_mask, combine_masks, padding_mask
 
 DT = torch.float64
 

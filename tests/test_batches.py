@@ -1,11 +1,11 @@
-"""minitx.batches: random (B, T) windows for next-token prediction."""
+"""minitx.data.batches: random (B, T) windows for next-token prediction."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from minitx.batches import BlockBatches, random_blocks, sequential_blocks
+from minitx.data.batches import BlockBatches, random_blocks, sequential_blocks
 
 
 def test_targets_are_inputs_shifted_by_one():

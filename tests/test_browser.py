@@ -9,7 +9,7 @@ the page changes: the slider's readout, a new ``<img>`` source whose bytes are e
 the PNG the kernel drew (SHA-256 compared), the kernel's own value of the control, and
 different pixels on screen. Screenshots, the server log and timings land in
 ``artifacts/browser/`` (git-ignored). The notebook must name its explorer ``explorer``
-(the first ``minitx.explorer`` widget on the page, from ``explore_self_attention``).
+(the first ``minitx.viz.explorer`` widget on the page, from ``explore_self_attention``).
 
 Run it alone with:
 

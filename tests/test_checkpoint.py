@@ -1,4 +1,4 @@
-"""minitx.checkpoint: round trip, safe loading, clear errors, export."""
+"""minitx.train.checkpoint: round trip, safe loading, clear errors, export."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitx.batches import BlockBatches
-from minitx.checkpoint import (
+from minitx.data.batches import BlockBatches
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.gpt import GPT, GPTConfig
+from minitx.train.checkpoint import (
     VERSION,
     CheckpointError,
     CheckpointNotFoundError,
@@ -22,10 +24,8 @@ from minitx.checkpoint import (
     save_checkpoint,
     strip_checkpoint,
 )
-from minitx.gpt import GPT, GPTConfig
-from minitx.runtime import plan_runtime
-from minitx.tokenizer import CharTokenizer
-from minitx.trainer import TrainConfig, Trainer
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import TrainConfig, Trainer
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n"
 

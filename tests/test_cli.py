@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from minitx import __version__, cli
-from minitx.checkpoint import is_resumable, load_checkpoint, make_checkpoint, save_checkpoint
-from minitx.gpt import GPT, GPTConfig
-from minitx.tokenizer import CharTokenizer
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.gpt import GPT, GPTConfig
+from minitx.train.checkpoint import is_resumable, load_checkpoint, make_checkpoint, save_checkpoint
 
 VOCAB = string.ascii_letters + " .,;:!?'-\n"
 BLOCK = 16

@@ -1,4 +1,4 @@
-"""minitx.cost: timing logic (with a fake clock), saved memory, FLOP formulas, graph depth."""
+"""minitx.course.cost: timing (with a fake clock), saved memory, FLOP formulas, graph depth."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minitx.attention import MultiHeadAttention, scaled_dot_product_attention
-from minitx.cost import (
+from minitx.course.cost import (
     attention_flops,
     count_flops,
     graph_depth,
@@ -20,7 +19,8 @@ from minitx.cost import (
     rnn_flops,
     saved_bytes,
 )
-from minitx.rnn import RNN
+from minitx.nn.attention import MultiHeadAttention, scaled_dot_product_attention
+from minitx.nn.rnn import RNN
 
 
 class FakeClock:

@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from minitx.tasks import dates as D
+from minitx.data import dates as D
 
 # How to read each format back with the standard library (the test's own parser).
 STRPTIME = {

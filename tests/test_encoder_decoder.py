@@ -1,4 +1,4 @@
-"""minitx.encoder_decoder: equal to nn.Transformer, decoding, the date model, bad inputs."""
+"""minitx.nn.encoder_decoder: equal to nn.Transformer, decoding, the date model, bad inputs."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import torch.nn.functional as F
 from parity import assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
-from minitx.encoder_decoder import DateTransformer, EncoderDecoder, shift_right
-from minitx.masks import causal_mask, padding_mask
-from minitx.seq2seq import exact_match, train_seq2seq, translate
-from minitx.tasks import dates
+from minitx.course.date_translation import train_seq2seq
+from minitx.data import dates
+from minitx.nn.encoder_decoder import DateTransformer, EncoderDecoder, shift_right
+from minitx.nn.masks import causal_mask, padding_mask
+from minitx.nn.seq2seq import exact_match, translate
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:enable_nested_tensor is True"),

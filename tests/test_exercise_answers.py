@@ -27,7 +27,7 @@ import torch
 from exercise_asserts import assert_correct, assert_hint
 from exercise_cases import Case
 
-from minitx.exercises import NOTEBOOKS, call_learner, check, close, get, names
+from minitx.course.exercises import NOTEBOOKS, call_learner, check, close, get, names
 
 UNREADABLE = "could not read your answer"
 MODULES = {nb: importlib.import_module(f"exercise_cases.nb{nb}") for nb in NOTEBOOKS}

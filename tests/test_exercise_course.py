@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from minitx.exercises import NOTEBOOKS, check, get, names, notes
-from minitx.exercises.teacher import (
+from minitx.course.exercises import NOTEBOOKS, check, get, names, notes
+from minitx.course.teacher import (
     guide,
     main,
     notebook_progress,
@@ -204,7 +204,7 @@ def test_the_printed_solution_is_accepted_by_the_checker(name):
         exec(compile(text, f"<solution of {name}>", "exec"), namespace)
         printed = namespace[answer.__name__]
     else:
-        namespace = dict(vars(importlib.import_module(f"minitx.exercises.nb{name[:2]}")))
+        namespace = dict(vars(importlib.import_module(f"minitx.course.exercises.nb{name[:2]}")))
         try:
             printed = ast.literal_eval(text)
         except (ValueError, SyntaxError):
@@ -228,7 +228,7 @@ def test_the_solutions_command_refuses_an_unknown_notebook(capsys):
 
 def test_teaching_md_is_the_guide_the_modules_give():
     assert (ROOT / "TEACHING.md").read_text(encoding="utf-8") == guide(), (
-        "regenerate with: python -m minitx.exercises guide > TEACHING.md"
+        "regenerate with: python -m minitx.course.exercises guide > TEACHING.md"
     )
 
 

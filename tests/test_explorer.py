@@ -1,4 +1,4 @@
-"""minitx.explorer: moving a control redraws the same image with the expected weights."""
+"""minitx.viz.explorer: moving a control redraws the same image with the expected weights."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 import torch
 from torch import nn
 
-from minitx import explorer as E
-from minitx import word_attention as W
-from minitx.attention import scaled_dot_product_attention
-from minitx.masks import MASK_KINDS, causal_mask, mask_of_kind
-from minitx.tokenizer import word_tokenize
+from minitx.data.tokenizer import word_tokenize
+from minitx.nn import word_attention as W
+from minitx.nn.attention import scaled_dot_product_attention
+from minitx.nn.masks import MASK_KINDS, causal_mask, mask_of_kind
+from minitx.viz import explorer as E
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

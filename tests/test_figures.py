@@ -1,5 +1,5 @@
 """Every figure stored in the notebooks keeps the course's figure rule
-(``minitx.notebook``: rendered at 100 dpi, no text under 9 pt, not wider than a notebook
+(``minitx.course.notebook``: rendered at 100 dpi, no text under 9 pt, not wider than a notebook
 column), so it reads on a classroom projector and in a PDF export."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import matplotlib
 import pytest
 from PIL import Image
 
-from minitx.notebook import (
+from minitx.course.notebook import (
     FIGURE_DPI,
     FIGURE_RULE_WARNING,
     MAX_WIDTH_IN,

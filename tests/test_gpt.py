@@ -1,4 +1,4 @@
-"""minitx.gpt: structure, causality, initial loss, attention maps, decoding, bad input."""
+"""minitx.nn.gpt: structure, causality, initial loss, attention maps, decoding, bad input."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitx.gpt import GPT, GPTConfig
+from minitx.nn.gpt import GPT, GPTConfig
 
 V = 13
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitx import sampling
-from minitx.attention import MultiHeadAttention
-from minitx.gpt import GPT, GPTConfig, KVCache, kv_cache_numel
-from minitx.transformer import TransformerBlock
+from minitx.nn import generation
+from minitx.nn.attention import MultiHeadAttention
+from minitx.nn.gpt import GPT, GPTConfig, KVCache, kv_cache_numel
+from minitx.nn.transformer import TransformerBlock
 
 V = 17
 BLOCK = 8
@@ -37,7 +37,7 @@ def _gen(seed: int = 1) -> torch.Generator:
 def shipped():
     if not CKPT.exists():
         pytest.skip(f"{CKPT} is not there")
-    from minitx.checkpoint import load_gpt
+    from minitx.train.checkpoint import load_gpt
 
     model, tokenizer, _ = load_gpt(CKPT)
     return model, tokenizer
@@ -232,13 +232,13 @@ def test_generate_same_tokens_with_and_without_cache(T0, settings):
 
 def _record_sample_logits(monkeypatch) -> list[torch.Tensor]:
     seen: list[torch.Tensor] = []
-    real = sampling.sample_next
+    real = generation.sample_next
 
     def spy(logits, *args, **kwargs):
         seen.append(logits.clone())
         return real(logits, *args, **kwargs)
 
-    monkeypatch.setattr(sampling, "sample_next", spy)
+    monkeypatch.setattr(generation, "sample_next", spy)
     return seen
 
 
@@ -324,7 +324,7 @@ def test_beam_search_same_with_and_without_cache(T0, width):
 def test_beam_search_logits_match_at_every_step(monkeypatch):
     model = _model(seed=5)
     seen: list[torch.Tensor] = []
-    real = sampling.beam_search
+    real = generation.beam_search
 
     def spy(next_logits, *args, **kwargs):
         def recorded(context):
@@ -334,7 +334,7 @@ def test_beam_search_logits_match_at_every_step(monkeypatch):
 
         return real(recorded, *args, **kwargs)
 
-    monkeypatch.setattr(sampling, "beam_search", spy)
+    monkeypatch.setattr(generation, "beam_search", spy)
     idx = _idx(2, 4, seed=6)
     a = model.beam_search(idx, 12, beam_width=4, use_cache=True)
     cached, seen[:] = list(seen), []
@@ -351,7 +351,7 @@ def test_sampling_beam_search_calls_reorder_with_the_parent_rows():
     def next_logits(context):
         return logits.expand(context.size(0), 4)
 
-    seqs, _ = sampling.beam_search(next_logits, _idx(2, 3, vocab=4), 3, 2, reorder=calls.append)
+    seqs, _ = generation.beam_search(next_logits, _idx(2, 3, vocab=4), 3, 2, reorder=calls.append)
     assert len(calls) == 3 and all(r.shape == (4,) and r.dtype == torch.long for r in calls)
     assert seqs.shape == (2, 6)
 

@@ -1,4 +1,4 @@
-"""minitx.ladder: each rung is the model its name says, and the Trainer trains all of them."""
+"""minitx.course.ladder: each rung is the model its name says; the Trainer trains them all."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from minitx.batches import BlockBatches
-from minitx.ladder import RUNGS, LadderModel, Rung, ladder_recipe
-from minitx.presets import get_preset
-from minitx.trainer import TrainConfig, Trainer
+from minitx.course.ladder import RUNGS, LadderModel, Rung, ladder_recipe
+from minitx.data.batches import BlockBatches
+from minitx.train.presets import get_preset
+from minitx.train.trainer import TrainConfig, Trainer
 
 V, T = 11, 8
 

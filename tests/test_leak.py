@@ -1,4 +1,4 @@
-"""minitx.leak: the measurements that expose a model trained without the causal mask."""
+"""minitx.course.leak: the measurements that expose a model trained without the causal mask."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitx.gpt import GPT, GPTConfig
-from minitx.leak import (
+from minitx.course.leak import (
     corpus_words,
     future_blind_losses,
     position_losses,
     real_word_fraction,
     text_nll,
 )
+from minitx.nn.gpt import GPT, GPTConfig
 
 V, T = 11, 6
 

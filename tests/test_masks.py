@@ -1,4 +1,4 @@
-"""Tests for minitx.masks (boolean masks, True = may attend)."""
+"""Tests for minitx.nn.masks (boolean masks, True = may attend)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from minitx.attention import masked_softmax
-from minitx.masks import (
+from minitx.nn.attention import masked_softmax
+from minitx.nn.masks import (
     MASK_KINDS,
     additive_mask,
     causal_mask,

@@ -1,4 +1,4 @@
-"""minitx.attention.MultiHeadAttention against nn.MultiheadAttention, masks, edge cases."""
+"""minitx.nn.attention.MultiHeadAttention against nn.MultiheadAttention, masks, edge cases."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import torch
 from parity import assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
-from minitx.attention import MultiHeadAttention
-from minitx.masks import causal_mask, combine_masks, padding_mask
+from minitx.nn.attention import MultiHeadAttention
+from minitx.nn.masks import causal_mask, combine_masks, padding_mask
 
 TOL = {"rtol": 1e-10, "atol": 1e-12}
 SHAPES = [(2, 5, 8, 2), (3, 7, 12, 3), (1, 1, 4, 4), (4, 9, 16, 1)]  # (B, T, d_model, h)

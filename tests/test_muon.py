@@ -1,4 +1,4 @@
-"""minitx.muon: the batched Newton-Schulz iteration and a Muon equal to torch.optim.Muon."""
+"""minitx.train.muon: the batched Newton-Schulz iteration and a Muon equal to torch.optim.Muon."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.optim._muon import _zeropower_via_newtonschulz as torch_newton_schulz
 
-from minitx.muon import Muon, orthogonalize, scaled_lr
+from minitx.train.muon import Muon, orthogonalize, scaled_lr
 
 COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # torch.optim.Muon's defaults
 

@@ -1,4 +1,4 @@
-"""minitx.optim: the WSD schedule, Muon for the hidden matrices plus AdamW for the rest,
+"""minitx.train.optim: the WSD schedule, Muon for the hidden matrices plus AdamW for the rest,
 and a Muon run that resumes exactly."""
 
 from __future__ import annotations
@@ -7,13 +7,18 @@ import pytest
 import torch
 from torch import nn
 
-from minitx.batches import BlockBatches
-from minitx.checkpoint import load_checkpoint, make_checkpoint, restore_trainer, save_checkpoint
-from minitx.gpt import GPT, GPTConfig
-from minitx.optim import MuonWithAdamW, hidden_matrices, lr_at, make_optimizer
-from minitx.runtime import plan_runtime
-from minitx.tokenizer import CharTokenizer
-from minitx.trainer import TrainConfig, Trainer
+from minitx.data.batches import BlockBatches
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.gpt import GPT, GPTConfig
+from minitx.train.checkpoint import (
+    load_checkpoint,
+    make_checkpoint,
+    restore_trainer,
+    save_checkpoint,
+)
+from minitx.train.optim import MuonWithAdamW, hidden_matrices, lr_at, make_optimizer
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import TrainConfig, Trainer
 
 
 def small_gpt(**kw) -> GPT:

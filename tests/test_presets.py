@@ -1,4 +1,4 @@
-"""minitx.presets: the named recipes, and the gpu recipe run for a few steps on the CPU.
+"""minitx.train.presets: the named recipes, and the gpu recipe run for a few steps on the CPU.
 
 No test here copies a number from minitx/presets.py: they check what follows from the
 recipes (the documentation states them, the models have the sizes their configs imply,
@@ -14,12 +14,12 @@ import re
 import pytest
 import torch
 
-import minitx.presets
-from minitx.batches import BlockBatches
-from minitx.gpt import GPT
-from minitx.presets import PRESETS, Preset, auto_preset_name, get_preset, preset_names
-from minitx.runtime import plan_runtime
-from minitx.trainer import Trainer
+import minitx.train.presets
+from minitx.data.batches import BlockBatches
+from minitx.nn.gpt import GPT
+from minitx.train.presets import PRESETS, Preset, auto_preset_name, get_preset, preset_names
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import Trainer
 
 # A phrase of the documentation -> the config fields its numbers must equal.
 SIZE = r"(\d+) layers x (\d+) wide"
@@ -72,7 +72,7 @@ def test_the_documentation_states_each_recipe(name):
     """Every number the description (and the module docstring's line) gives is the config's."""
     p = get_preset(name)
     doc_line = next(
-        line for line in minitx.presets.__doc__.splitlines() if line.split()[:1] == [name]
+        line for line in minitx.train.presets.__doc__.splitlines() if line.split()[:1] == [name]
     )
     assert re.search(SIZE, p.description), p.description  # every preset states its size
     for text in (p.description, doc_line):

@@ -5,13 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from minitx.tasks.recall import (
-    RecallClassifier,
-    RecallTask,
-    make_recall_data,
-    vocab_size,
-)
-from minitx.trainer import TrainConfig, Trainer, accuracy
+from minitx.data.recall import RecallTask, make_recall_data, vocab_size
+from minitx.nn.rnn import RecallClassifier
+from minitx.train.trainer import TrainConfig, Trainer, accuracy
 
 
 def test_same_seed_same_data_other_seed_other_data():

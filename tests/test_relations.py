@@ -9,21 +9,16 @@ import itertools
 import pytest
 import torch
 
-from minitx.tasks.relations import (
-    BOS,
-    IGNORE,
-    LETTERS,
-    PAIRS,
-    RelationBatch,
+from minitx.course.relations import (
     RelationNet,
-    RelationTask,
     ablate_heads,
     head_contributions,
     relation_accuracy,
     relation_loss,
     relation_scores,
 )
-from minitx.trainer import TrainConfig, Trainer
+from minitx.data.relations import BOS, IGNORE, LETTERS, PAIRS, RelationBatch, RelationTask
+from minitx.train.trainer import TrainConfig, Trainer
 
 TASK = RelationTask()
 EXAMPLE = "^ab(c[d]e)fg<a>b"  # 16 tokens: ( 3 <-> ) 9, [ 5 <-> ] 7, < 12 <-> > 14

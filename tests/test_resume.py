@@ -9,12 +9,17 @@ import signal
 import pytest
 import torch
 
-from minitx.batches import BlockBatches
-from minitx.checkpoint import load_checkpoint, make_checkpoint, restore_trainer, save_checkpoint
-from minitx.gpt import GPT, GPTConfig
-from minitx.runtime import plan_runtime
-from minitx.tokenizer import CharTokenizer
-from minitx.trainer import TrainConfig, Trainer
+from minitx.data.batches import BlockBatches
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.gpt import GPT, GPTConfig
+from minitx.train.checkpoint import (
+    load_checkpoint,
+    make_checkpoint,
+    restore_trainer,
+    save_checkpoint,
+)
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import TrainConfig, Trainer
 
 TEXT = (
     "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"

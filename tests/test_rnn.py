@@ -1,4 +1,4 @@
-"""minitx.rnn equals torch.nn.RNN / LSTM / GRU with copied weights: outputs, states, gradients."""
+"""minitx.nn.rnn equals torch.nn.RNN / LSTM / GRU with copied weights: outputs, states, grads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from parity import assert_same_outputs, assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
-from minitx.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from minitx.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 PAIRS = [(RNN, nn.RNN), (LSTM, nn.LSTM), (GRU, nn.GRU)]
 SHAPES = [(1, 1, 1, 1), (2, 5, 3, 4), (3, 7, 6, 2), (4, 11, 2, 9)]  # (B, T, C, H)
@@ -196,7 +196,7 @@ def test_bad_nonlinearity():
 
 
 def test_gradient_norms_match_full_jacobian():
-    from minitx.gradients import gradient_norms_by_distance
+    from minitx.course.gradients import gradient_norms_by_distance
 
     torch.manual_seed(3)
     for model in (RNN(3, 4).double(), LSTM(3, 4).double(), nn.GRU(3, 4, batch_first=True).double()):
@@ -212,14 +212,14 @@ def test_gradient_norms_match_full_jacobian():
 
 
 def test_gradient_norms_bad_shape():
-    from minitx.gradients import gradient_norms_by_distance
+    from minitx.course.gradients import gradient_norms_by_distance
 
     with pytest.raises(ValueError, match=r"\(B, T, C\), got \(5, 3\)"):
         gradient_norms_by_distance(RNN(3, 4), torch.randn(5, 3))
 
 
 def test_rnn_with_gain_scales_every_direction():
-    from minitx.gradients import rnn_with_gain, vanishing_estimate
+    from minitx.course.gradients import rnn_with_gain, vanishing_estimate
 
     W = rnn_with_gain(3, 5, gain=0.7).cell.weight_hh
     torch.testing.assert_close(torch.linalg.svdvals(W), torch.full((5,), 0.7, dtype=W.dtype))
@@ -227,7 +227,7 @@ def test_rnn_with_gain_scales_every_direction():
 
 
 def test_init_forget_bias():
-    from minitx.rnn import init_forget_bias
+    from minitx.nn.rnn import init_forget_bias
 
     lstm = LSTM(2, 3)
     init_forget_bias(lstm, 4.0)

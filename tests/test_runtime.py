@@ -1,4 +1,4 @@
-"""minitx.runtime: one place that picks the device and changes torch's global settings,
+"""minitx.train.runtime: one place that picks the device and changes torch's global settings,
 and every change it makes is undone when its block ends."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from minitx.runtime import activated, autocast, model_device, plan_runtime, select_device, threads
+from minitx.nn.modes import model_device
+from minitx.train.runtime import activated, autocast, plan_runtime, select_device, threads
 
 
 def test_threads_restores_the_thread_count_even_after_an_error():
@@ -61,8 +62,9 @@ def test_autocast_is_a_no_op_in_float32():
 
 
 # ---------------------------------------------------------------- headless machines
-HEADLESS_MODULES = ("minitx.cli", "minitx.trainer", "minitx.analysis", "minitx.checkpoint",
-                    "minitx.presets", "minitx.data", "minitx.gpt")
+HEADLESS_MODULES = ("minitx.cli", "minitx.train.trainer", "minitx.course.analysis",
+                    "minitx.train.checkpoint",
+                    "minitx.train.presets", "minitx.data.corpus", "minitx.nn.gpt")
 
 
 def test_training_and_scoring_need_no_notebook_packages():

@@ -8,15 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitx.attention import AdditiveAttention, DotProductAttention
-from minitx.seq2seq import (
-    DateTask,
-    Seq2Seq,
-    exact_match,
-    train_seq2seq,
-    translate,
-)
-from minitx.tasks import dates as D
+from minitx.course.date_translation import DateTask, train_seq2seq
+from minitx.data import dates as D
+from minitx.nn.attention import AdditiveAttention, DotProductAttention
+from minitx.nn.seq2seq import Seq2Seq, exact_match, translate
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""minitx.sequences: words, bag of words, windows, padding and truncation."""
+"""minitx.data.sequences: words, bag of words, windows, padding and truncation."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from minitx import sequences as seq
-from minitx.tokenizer import word_tokenize
+from minitx.data import sequences as seq
+from minitx.data.tokenizer import word_tokenize
 
 
 def test_bag_of_words_forgets_order_but_counts():

@@ -4,12 +4,12 @@ import pytest
 import torch
 from torch import nn
 
-from minitx.batches import BlockBatches
-from minitx.gpt import GPT, GPTConfig
-from minitx.presets import get_preset
-from minitx.runtime import plan_runtime
-from minitx.shards import ShardedGradients, can_shard, has_dropout, split_rows
-from minitx.trainer import Trainer, language_model_loss
+from minitx.data.batches import BlockBatches
+from minitx.nn.gpt import GPT, GPTConfig
+from minitx.train.presets import get_preset
+from minitx.train.runtime import plan_runtime
+from minitx.train.shards import ShardedGradients, can_shard, has_dropout, split_rows
+from minitx.train.trainer import Trainer, language_model_loss
 
 CFG = GPTConfig(vocab_size=17, block_size=12, n_layer=2, n_head=2, n_embd=16, bias=False)
 

@@ -9,10 +9,10 @@ import re
 import pytest
 import torch
 
-from minitx.analysis import split_loss
-from minitx.checkpoint import load_gpt
 from minitx.data import SHIPPED_MODELS, load_text, shipped_model_path, train_val_split
-from minitx.tokenizer import CharTokenizer
+from minitx.data.tokenizer import CharTokenizer
+from minitx.train.checkpoint import load_gpt
+from minitx.train.evaluate import split_loss
 
 SUBSET = 20_000  # the first tokens of the validation split
 # The targets the presets were built for: cpu <= 1.70 (issue 15), large <= 1.55.

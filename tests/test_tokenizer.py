@@ -1,4 +1,4 @@
-"""minitx.tokenizer.CharTokenizer."""
+"""minitx.data.tokenizer.CharTokenizer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from minitx.tokenizer import CharTokenizer, word_tokenize
+from minitx.data.tokenizer import CharTokenizer, word_tokenize
 
 
 def test_vocabulary_is_the_sorted_distinct_characters():
@@ -106,7 +106,7 @@ def test_word_tokenize_splits_punctuation():
     with pytest.raises(TypeError):
         word_tokenize(["a"])
     # One tokenizer for the whole course: the explorer of notebook 04 splits the same way.
-    from minitx.explorer import explore_self_attention
+    from minitx.viz.explorer import explore_self_attention
 
     assert explore_self_attention("Don't stop, Kate.").query_labels == [
         "Don't", "stop", ",", "Kate", "."

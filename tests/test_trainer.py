@@ -1,4 +1,4 @@
-"""minitx.trainer: schedule, weight-decay groups, clipping, evaluation, history, devices.
+"""minitx.train.trainer: schedule, weight-decay groups, clipping, evaluation, history, devices.
 
 The trainer knows nothing about GPT, so most tests drive it with a bigram model defined
 here; one checks the weight-decay groups of the real GPT.
@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minitx.batches import BlockBatches
-from minitx.optim import lr_at, param_groups
-from minitx.runtime import cpu_threads, plan_runtime, select_device
-from minitx.trainer import TrainConfig, Trainer
+from minitx.data.batches import BlockBatches
+from minitx.train.optim import lr_at, param_groups
+from minitx.train.runtime import cpu_threads, plan_runtime, select_device
+from minitx.train.trainer import TrainConfig, Trainer
 
 V = 11
 
@@ -133,7 +133,7 @@ def test_config_dict_round_trip():
 
 # ---------------------------------------------------------------- weight decay
 def test_param_groups_of_gpt_decay_matrices_only():
-    from minitx.gpt import GPT, GPTConfig
+    from minitx.nn.gpt import GPT, GPTConfig
 
     model = GPT(GPTConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=16))
     decay, no_decay = param_groups(model, 0.1)

@@ -1,4 +1,4 @@
-"""minitx.transformer: positions, LayerNorm, feed-forward and blocks against PyTorch."""
+"""minitx.nn.transformer: positions, LayerNorm, feed-forward and blocks against PyTorch."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from parity import assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
-from minitx.masks import causal_mask, combine_masks, padding_mask
-from minitx.transformer import (
+from minitx.nn.masks import causal_mask, combine_masks, padding_mask
+from minitx.nn.transformer import (
     DecoderBlock,
     FeedForward,
     LayerNorm,

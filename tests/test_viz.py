@@ -1,4 +1,4 @@
-"""minitx.viz: heatmaps and the course's repeated plots (Agg backend, no display)."""
+"""minitx.viz.plots: heatmaps and the course's repeated plots (Agg backend, no display)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import torch
 from matplotlib.colors import to_rgba
 
 from minitx import viz
-from minitx.heatmap import heatmap_data
-from minitx.masks import causal_mask, padding_mask
+from minitx.nn.masks import causal_mask, padding_mask
+from minitx.viz.heatmap import heatmap_data
 
 
 @pytest.fixture(autouse=True)
@@ -246,7 +246,7 @@ def test_plot_training_history_one_colour_per_run():
 
 
 def test_plot_training_history_accepts_a_real_trainer_history():
-    from minitx.trainer import TrainConfig, Trainer
+    from minitx.train.trainer import TrainConfig, Trainer
 
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)

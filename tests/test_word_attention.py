@@ -1,4 +1,4 @@
-"""minitx.word_attention: fixed random word vectors and projections, and one head's weights."""
+"""minitx.nn.word_attention: fixed random word vectors and projections, and one head's weights."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from minitx import word_attention as W
-from minitx.tokenizer import word_tokenize
+from minitx.data.tokenizer import word_tokenize
+from minitx.nn import word_attention as W
 
 
 def test_embeddings_depend_on_the_word_only():

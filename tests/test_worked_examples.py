@@ -7,8 +7,8 @@ import math
 
 import torch
 
-from minitx.attention import masked_softmax, scaled_dot_product_attention
-from minitx.masks import additive_mask, causal_mask
+from minitx.nn.attention import masked_softmax, scaled_dot_product_attention
+from minitx.nn.masks import additive_mask, causal_mask
 
 DT = torch.float64
 

@@ -7,7 +7,7 @@ import random
 import torch
 
 from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.exercises import nb01
+from minitx.course.exercises import nb01
 
 # ---- learner functions for 01.pad_and_mask, written by hand ---------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.exercises import nb02
+from minitx.course.exercises import nb02
 
 # ---- learner functions for 02.lstm_step, written by hand ------------------------------------
 

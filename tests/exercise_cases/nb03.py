@@ -8,7 +8,7 @@ import math
 import torch
 
 from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.exercises import nb03
+from minitx.course.exercises import nb03
 
 RIGHT_ISO = ["2005-04-03", "1951-11-30", "2049-02-01", "1987-07-14"]
 

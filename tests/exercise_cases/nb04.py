@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.exercises import nb04
+from minitx.course.exercises import nb04
 
 RIGHT_SHAPES = {
     "X": (4, 6), "W_Q": (6, 3), "W_K": (6, 3), "W_V": (6, 3), "Q": (4, 3), "K": (4, 3),

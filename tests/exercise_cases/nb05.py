@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.exercises import nb05
+from minitx.course.exercises import nb05
 
 # ---- learner functions for 05.masked_softmax -----------------------------------------------
 

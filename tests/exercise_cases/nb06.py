@@ -7,9 +7,10 @@ import math
 import torch
 
 from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.attention import MultiHeadAttention
-from minitx.exercises.nb06 import merge_heads, split_heads, swap_heads, swap_truth
-from minitx.tasks.relations import RelationNet, RelationTask
+from minitx.course.exercises.nb06 import merge_heads, split_heads, swap_heads, swap_truth
+from minitx.course.relations import RelationNet
+from minitx.data.relations import RelationTask
+from minitx.nn.attention import MultiHeadAttention
 
 # ---- split_heads: right and wrong, written by hand --------------------------------------
 

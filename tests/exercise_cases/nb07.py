@@ -9,15 +9,15 @@ import pytest
 import torch
 
 from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.exercises.nb07 import (
+from minitx.course.exercises.nb07 import (
     expected_block_params,
     expected_initial_loss,
     sinusoidal,
     window_reach,
     window_truth,
 )
-from minitx.masks import sliding_window_mask
-from minitx.transformer import TransformerBlock, sinusoidal_positions
+from minitx.nn.masks import sliding_window_mask
+from minitx.nn.transformer import TransformerBlock, sinusoidal_positions
 
 # ---- sinusoidal: right and wrong tables, written by hand ----------------------------------
 

@@ -193,7 +193,7 @@ CASES: dict[str, Case] = {
 
 
 def temperature_by_hand():
-    from minitx.exercises import nb08
+    from minitx.course.exercises import nb08
 
     assert nb08.expected_temperature() == 6 / (6 + 1 + 1)
 
@@ -202,12 +202,12 @@ def top_p_cases_by_hand():
     """The reference and the package agree with the loop on every case the checker uses,
     and on a case worked out by hand: logits log(0.5, 0.3, 0.15, 0.05), p = 0.79 keeps the
     first two (0.5 + 0.3 passes 0.79) and p = 0.81 the first three."""
-    from minitx import sampling
-    from minitx.exercises import nb08
+    from minitx.course.exercises import nb08
+    from minitx.nn import generation
 
     logits = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64).log()
     for p, kept in ((0.79, [True, True, False, False]), (0.81, [True, True, True, False])):
-        for fn in (nb08.top_p_filter, sampling.top_p_filter, top_p_by_loop):
+        for fn in (nb08.top_p_filter, generation.top_p_filter, top_p_by_loop):
             assert torch.isfinite(fn(logits, p)).tolist() == kept, (fn, p)
     for logits, p in nb08._top_p_cases():
         assert torch.equal(nb08.top_p_filter(logits, p), top_p_by_loop(logits, p))
@@ -218,9 +218,9 @@ def capitals_by_an_independent_measurement():
     checker's random windows) with a plain cross-entropy, and the letters must agree."""
     import torch.nn.functional as F
 
-    from minitx import checkpoint as ck
+    from minitx.course.exercises import nb08
     from minitx.data import load_text, shipped_model_path
-    from minitx.exercises import nb08
+    from minitx.train import checkpoint as ck
 
     with torch.random.fork_rng(devices=[]):
         gpt, tok, _ = ck.load_gpt(shipped_model_path("large"), "cpu")
@@ -249,7 +249,7 @@ def capitals_by_an_independent_measurement():
 
 
 def longest_match_by_hand():
-    from minitx.exercises import nb08
+    from minitx.course.exercises import nb08
 
     assert (
         nb08.longest_match("a cat on a mat, the dog sat", "the cat sat on the mat") == 6

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from exercise_cases import Case, prediction
-from minitx.exercises import nb09 as E
+from minitx.course.exercises import nb09 as E
 
 
 def shift_right(tgt, bos_id):

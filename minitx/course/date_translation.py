@@ -1,0 +1,133 @@
+"""Training the RNN encoder-decoder of :mod:`minitx.nn.seq2seq` on the date task, through
+the one :class:`minitx.train.trainer.Trainer`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitx.data import dates
+from minitx.data.dates import DateBatch, DateExample
+from minitx.nn.modes import model_device
+from minitx.nn.seq2seq import Seq2Seq, exact_match
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import TrainConfig, Trainer
+
+
+class DateTask:
+    """The date task as :class:`minitx.train.trainer.Trainer` wants it: batches and a loss.
+
+    ``get_batch(split, generator)`` draws ``batch_size`` examples from a random run of
+    ``window * batch_size`` neighbours in source-length order, trimmed of padding, so
+    little of a batch is padding (cheaper steps); ``window=None`` draws from the whole
+    split, lengths mixed. ``loss(model, batch)`` is the teacher-forced cross-entropy,
+    padded target positions left out.
+    """
+
+    def __init__(
+        self,
+        train: Sequence[DateExample],
+        val: Sequence[DateExample] | None = None,
+        batch_size: int = 64,
+        window: int | None = 4,
+    ) -> None:
+        if len(train) == 0:
+            raise ValueError("train must not be empty")
+        self.splits = {"train": dates.make_batch(train)}
+        if val is not None and len(val) > 0:
+            self.splits["val"] = dates.make_batch(val)
+        N = self.splits["train"].src.size(0)
+        if not isinstance(batch_size, int) or not 1 <= batch_size <= N:
+            raise ValueError(f"batch_size must be an int in [1, {N}], got {batch_size!r}")
+        if window is not None and (not isinstance(window, int) or window < 1):
+            raise ValueError(f"window must be None or an int >= 1, got {window!r}")
+        self.batch_size, self.window = batch_size, window
+        self.order = {k: torch.argsort(d.src_lengths, stable=True) for k, d in self.splits.items()}
+
+    def get_batch(self, split: str, generator: torch.Generator) -> DateBatch:
+        if split not in self.splits:
+            raise ValueError(f"no {split!r} examples: the task has {sorted(self.splits)}")
+        data, order = self.splits[split], self.order[split]
+        N = data.src.size(0)
+        size = N if self.window is None else min(N, self.window * self.batch_size)
+        first = int(torch.randint(0, N - size + 1, (1,), generator=generator))
+        pick = torch.randperm(size, generator=generator)[: self.batch_size]
+        idx = order[first + pick]
+        T_in = int(data.src_lengths[idx].max())
+        T_out = int((data.tgt_out[idx] != 0).sum(dim=1).max())  # target + </s>
+        return DateBatch(
+            data.src[idx, :T_in], data.src_lengths[idx],
+            data.tgt_in[idx, :T_out], data.tgt_out[idx, :T_out],
+        )  # fmt: skip
+
+    @staticmethod
+    def loss(model: nn.Module, batch: DateBatch) -> Tensor:
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T_out, V)
+        return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0)
+
+
+def train_seq2seq(
+    model: Seq2Seq,
+    train: Sequence[DateExample],
+    *,
+    val: Sequence[DateExample],
+    steps: int = 250,
+    batch_size: int = 64,
+    lr: float = 2e-2,
+    seed: int = 0,
+    eval_every: int = 50,
+    clip: float = 1.0,
+    min_lr_fraction: float = 0.1,
+    window: int | None = 4,
+    target_acc: float | None = None,
+    schedule_steps: int | None = None,
+) -> dict[str, list[float]]:
+    """Train a date model with :class:`minitx.train.trainer.Trainer` on a :class:`DateTask`:
+    Adam (AdamW without weight decay), gradient norm clipped at ``clip``, learning rate
+    decayed from ``lr`` to ``lr * min_lr_fraction`` along a cosine over ``schedule_steps``
+    (default ``steps``); batches drawn with ``seed``. ``val``, held-out examples, gives
+    the validation loss and the exact-match accuracy.
+
+    ``target_acc``: stop early, at the first evaluation (every ``eval_every`` steps) where
+    the exact-match accuracy on ``val`` reaches it. (To give a second model the same
+    number of steps under the same schedule, pass ``steps=`` the first model's last step
+    and ``schedule_steps=`` its ``steps``.)
+
+    Returns the Trainer's history (``step``, ``train_loss``, ``elapsed_s``, ``eval_step``,
+    ``val_loss``, ...), plus ``val_acc``, the exact match on ``val`` at each ``eval_step``.
+    """
+    from minitx.train.trainer import Trainer
+
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    schedule_steps = steps if schedule_steps is None else schedule_steps
+    if not isinstance(schedule_steps, int) or schedule_steps < steps:
+        raise ValueError(f"schedule_steps must be an int >= steps={steps}, got {schedule_steps!r}")
+    if len(val) == 0:
+        raise ValueError("val must hold examples: the run is judged on held-out dates")
+    task = DateTask(train, val, batch_size, window)
+    device = model_device(model)
+    config = TrainConfig(
+        max_steps=steps, batch_size=batch_size, learning_rate=lr,
+        min_lr=lr * min_lr_fraction, warmup_steps=0, lr_decay_steps=schedule_steps,
+        weight_decay=0.0, betas=(0.9, 0.999), grad_clip=clip, eval_interval=eval_every,
+        eval_steps=1, log_interval=eval_every, seed=seed,
+    )  # fmt: skip
+    runtime = plan_runtime(str(device), "float32", compile=False, threads=torch.get_num_threads())
+    trainer = Trainer(model, config, task.get_batch, loss_fn=task.loss, runtime=runtime,
+                      progress=False)
+    trainer.history["val_acc"] = []
+
+    def record_accuracy(t: Trainer) -> None:
+        t.history["val_acc"].append(exact_match(t.model, val))
+        if target_acc is not None and t.history["val_acc"][-1] >= target_acc:
+            t.stop()
+
+    trainer.add_callback("on_eval_end", record_accuracy)
+    history = trainer.train()
+    model.eval()
+    return history
+

@@ -1,0 +1,5 @@
+import sys
+
+from minitx.course.teacher import main
+
+sys.exit(main())

@@ -1,0 +1,345 @@
+"""Building blocks the notebooks' exercise modules share.
+
+* :func:`predict` registers a multiple-choice prediction: its prompt, its checker (which
+  reads the learner's letter with :func:`letter`) and its solution;
+* :func:`compute` registers a small case the learner works out by hand;
+* :func:`implement` registers a function the learner writes, and :func:`compare` checks one
+  on a list of cases against a reference, returning the first hint; it is made of
+  :func:`outputs` (the function runs and returns the right number of tensors),
+  :func:`shape_hint` and :func:`first_difference`, which a checker with its own way of
+  judging the values uses directly; :func:`compare_attention` checks ``attention(Q, K, V)``;
+  :func:`first_hint` checks a function that returns no tensors, case by case;
+* :func:`notes` records a notebook's teaching notes, naming its assigned exercises short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from minitx.course.exercises import call_learner, exercise
+
+# ---- multiple-choice predictions ----------------------------------------------------------
+
+
+def letter(answer: Any, choices: Mapping[str, str]) -> str | None:
+    """The choice a learner picked, by letter ('b', 'B', '(b)', 'b)', "'b'") or by the
+    choice's own words; None if neither."""
+    if not isinstance(answer, str):
+        return None
+    text = answer.strip().strip("()'\". ").lower()
+    if text in choices:
+        return text
+    return next((key for key, words in choices.items() if words.lower() == text), None)
+
+
+def _listing(items: Iterable[str]) -> str:
+    quoted = [f"'{item}'" for item in items]
+    return f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def predict(
+    name: str,
+    question: str,
+    choices: Mapping[str, str],
+    truth: Callable[[], str],
+    hint: str,
+    *,
+    ask: str = "Answer with a letter.",
+    whole: bool = False,
+    hints: Mapping[str, str] | None = None,
+) -> Callable[[Any], str | None]:
+    """Register the prediction ``name``: ``question``, then the ``choices`` as "(a) ...;
+    (b) ..." and ``ask`` (``whole=True``: ``question`` is the whole prompt, for a notebook
+    that words its choices another way). ``truth()`` gives the right letter, or the right
+    choice's words, and is the solution; a wrong choice gets its own hint from ``hints``
+    (by letter), else ``hint``; an answer that names no choice is asked for one letter."""
+    hints = hints or {}
+    prompt = question
+    if not whole:
+        options = "; ".join(f"({key}) {words}" for key, words in choices.items())
+        prompt = f"{question} {options}. {ask}"
+
+    def checker(answer: Any) -> str | None:
+        picked = letter(answer, choices)
+        if picked is None:
+            return f"answer with one letter: {_listing(choices)}"
+        return None if truth() in (picked, choices[picked]) else hints.get(picked, hint)
+
+    return exercise(name, prompt, kind="predict", solution=truth)(checker)
+
+
+# ---- functions the learner writes ---------------------------------------------------------
+
+
+def _guarded(
+    name: str, prompt: str, kind: str, solution: Callable[[], Any], guard: Callable[[Any], Any]
+) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
+    """Register the decorated checker as the ``kind`` exercise ``name``; an answer for which
+    ``guard`` gives a hint gets it before the checker runs."""
+
+    def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+        def check_answer(answer: Any) -> str | None:
+            return guard(answer) or checker(answer)
+
+        exercise(name, prompt, kind=kind, solution=solution)(check_answer)
+        return checker
+
+    return register
+
+
+def implement(
+    name: str, prompt: str, solution: Callable
+) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
+    """Register the decorated checker as the ``implement`` exercise ``name`` whose solution
+    is the function ``solution``; an answer that is not a function gets a hint before the
+    checker runs."""
+
+    def guard(answer: Any) -> str | None:
+        return None if callable(answer) else f"expected a function, got {type(answer).__name__}"
+
+    return _guarded(name, prompt, "implement", lambda: solution, guard)
+
+
+def compute(
+    name: str,
+    prompt: str,
+    solution: Callable[[], Any],
+    *,
+    expect: tuple[type, ...] = (),
+    expected: str = "",
+) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
+    """Register the decorated checker as the ``compute`` exercise ``name`` whose solution is
+    ``solution()``. With ``expect``, an answer of none of those types (a bool is never a
+    number) is asked for ``expected`` ("a float") before the checker runs."""
+
+    def guard(answer: Any) -> str | None:
+        if expect and (isinstance(answer, bool) or not isinstance(answer, expect)):
+            return f"answer with {expected}, got {type(answer).__name__}"
+        return None
+
+    return _guarded(name, prompt, "compute", solution, guard)
+
+
+def first_hint(fn: Any, cases: Iterable[tuple], judge: Callable[..., str | None]) -> str | None:
+    """Run the learner's ``fn`` on a copy of each tuple of arguments in ``cases`` and ask
+    ``judge(result, *args)`` about the result: the first hint (a raised exception's
+    included), or None when every case passes. For a function that returns no tensors."""
+    for args in cases:
+        result, hint = call_learner(fn, *(_fresh(a) for a in args))
+        hint = hint or judge(result, *args)
+        if hint is not None:
+            return hint
+    return None
+
+
+_COUNTS = {2: "two", 3: "three"}
+
+
+def outputs(
+    fn: Any,
+    args: tuple,
+    where: str,
+    names: tuple[str, ...],
+    *,
+    arrays: bool = False,
+    inputs: tuple[str, ...] = (),
+) -> tuple[tuple[Tensor, ...] | None, str | None]:
+    """Run the learner's ``fn`` on a copy of ``args``: ``(tensors, None)``, one tensor per
+    name (one name: ``fn`` returns a tensor; more: a tuple of them in that order), or
+    ``(None, hint)``. ``arrays``: accept whatever ``torch.as_tensor`` reads (a NumPy array,
+    a list) in place of a tensor. ``where`` names the case in a hint ("with T=4, d=6").
+    ``inputs`` names the first arguments, tensors ``fn`` must leave as they are."""
+    given = tuple(_fresh(a) for a in args)
+    result, hint = call_learner(fn, *given)
+    if hint is not None:
+        return None, f"{where}: {hint}"
+    for name, before, after in zip(inputs, args, given, strict=False):
+        if not torch.equal(before, after):
+            return (
+                None,
+                f"your function changed {name} in place: leave its input as it is and return "
+                "a new tensor",
+            )
+    if len(names) > 1:
+        if not isinstance(result, tuple | list) or len(result) != len(names):
+            count = _COUNTS.get(len(names), len(names))
+            return None, f"return a tuple ({', '.join(names)}) of {count} tensors"
+    else:
+        result = (result,)
+    tensors = []
+    for value in result:
+        if arrays and not isinstance(value, Tensor):
+            with contextlib.suppress(TypeError, ValueError, RuntimeError):
+                value = torch.as_tensor(value)
+        if not isinstance(value, Tensor):
+            if len(names) == 1:
+                return None, f"return a tensor, got {type(value).__name__}"
+            every = "both" if len(names) == 2 else "all"
+            return (
+                None,
+                f"{' and '.join(names)} must {every} be tensors, got a {type(value).__name__}",
+            )
+        tensors.append(value.detach())
+    return tuple(tensors), None
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of an argument for the learner's function, which may change it in place."""
+    return value.clone() if isinstance(value, Tensor) else copy.deepcopy(value)
+
+
+def shape_hint(
+    got: Tensor, want: Tensor, name: str, where: str, about: str | None = None
+) -> str | None:
+    """None if ``got`` has ``want``'s shape, else a hint (``about``: what the shape is)."""
+    if got.shape == want.shape:
+        return None
+    hint = f"{where}, {name} should have shape {tuple(want.shape)}, yours has {tuple(got.shape)}"
+    return f"{hint}: {about}" if about else hint
+
+
+def first_difference(
+    got: Tensor, want: Tensor, *, atol: float = 1e-6, rtol: float = 0.0
+) -> tuple[int, ...] | None:
+    """The first index where ``got`` is not within ``atol + rtol * |want|`` of ``want`` (NaN
+    never is), or None."""
+    bad = ~torch.isclose(got.double(), want.double(), atol=atol, rtol=rtol)
+    return tuple(int(i) for i in bad.nonzero()[0]) if bad.any() else None
+
+
+def shapes(**tensors: Tensor) -> str:
+    """Tensors' shapes as a hint names a case: shapes(Q=Q, K=K) is "Q (5, 4), K (5, 4)"."""
+    return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
+
+
+def at(index: tuple[int, ...], axes: tuple[str, ...] = ()) -> str:
+    """An index as a hint says it: "row 0, position 3" with ``axes``, else "(0, 3)"."""
+    if axes:
+        return ", ".join(f"{axis} {i}" for axis, i in zip(axes, index, strict=True))
+    return str(index) if len(index) != 1 else str(index[0])
+
+
+def compare(
+    fn: Any,
+    cases: Iterable[tuple[str, tuple]],
+    reference: Callable[..., Any],
+    *,
+    names: tuple[str, ...] = ("your result",),
+    order: tuple[str, ...] | None = None,
+    arrays: bool = False,
+    inputs: tuple[str, ...] = (),
+    dtype: bool = False,
+    atol: float = 1e-6,
+    rtol: float = 0.0,
+    about: Mapping[str, str] | None = None,
+    axes: tuple[str, ...] = (),
+    expected: str = "the expected values",
+    advice: Mapping[str, str] | None = None,
+    diagnose: Callable[[str, dict[str, Tensor], dict[str, Tensor], tuple], str | None]
+    | None = None,
+) -> str | None:
+    """Run the learner's ``fn`` on each ``(where, args)`` of ``cases`` against
+    ``reference(*args)``; the first hint, or None when every case agrees.
+
+    For each case, in turn: ``fn`` runs, leaves the tensors ``inputs`` names as they are
+    and returns one tensor per name (see :func:`outputs`); outputs that come back in the
+    wrong order; shapes (``about``: what each output's shape is); dtypes, where ``dtype``;
+    NaN where the reference has none; then the values, output by output in ``order``
+    (default: ``names``), within ``atol`` and ``rtol``. An output that differs first goes
+    to ``diagnose(name, got, want, args)`` (tensors by name, in float64), which may name
+    the likely mistake; else the hint gives the first differing position (``axes``: the
+    names of its axes) and ``advice[name]``.
+    """
+    about, advice = about or {}, advice or {}
+    order = order or names
+    for where, args in cases:
+        want_raw = reference(*args)
+        want_raw = want_raw if len(names) > 1 else (want_raw,)
+        got_raw, hint = outputs(fn, args, where, names, arrays=arrays, inputs=inputs)
+        if hint is not None:
+            return hint
+        got = {n: g.double() for n, g in zip(names, got_raw, strict=True)}
+        want = {n: w.detach().double() for n, w in zip(names, want_raw, strict=True)}
+        if len(names) == 2 and _swapped(list(got.values()), list(want.values()), atol, rtol):
+            a, b = names
+            return (
+                f"your {a} and {b} come back in the wrong order: return them in the order "
+                f"({a}, {b})"
+            )
+        for n in order:
+            hint = shape_hint(got[n], want[n], n, where, about.get(n))
+            if hint is not None:
+                return hint
+        for n, g, w in zip(names, got_raw, want_raw, strict=True):
+            if dtype and g.dtype != w.dtype:
+                return f"{where}, {n} should be a {w.dtype} tensor, got {g.dtype}"
+        right = []
+        for n in order:
+            if torch.isnan(got[n]).any() and not torch.isnan(want[n]).any():
+                return f"{where}, {n} holds NaN"
+            index = first_difference(got[n], want[n], atol=atol, rtol=rtol)
+            if index is None:
+                right.append(n)
+                continue
+            hint = diagnose(n, got, want, args) if diagnose else None
+            if hint is None:
+                hint = _differs(n, right, expected, at(index, axes), advice.get(n))
+            return f"{where}, {hint}"
+    return None
+
+
+def _differs(name: str, right: list[str], expected: str, position: str, advice: str | None) -> str:
+    """The hint for output ``name`` differing first at ``position``, the outputs ``right``
+    having passed before it."""
+    if right:
+        verb = "is" if len(right) == 1 else "are"
+        hint = f"{' and '.join(right)} {verb} right but {name} differs first at {position}"
+    else:
+        hint = f"{name} differs from {expected} first at {position}"
+    return f"{hint}: {advice}" if advice else hint
+
+
+def compare_attention(
+    fn: Any,
+    inputs: Iterable[tuple[Tensor, Tensor, Tensor]],
+    reference: Callable[..., tuple[Tensor, Tensor]],
+    *,
+    diagnose: Callable[[str, dict[str, Tensor], dict[str, Tensor], tuple], str | None]
+    | None = None,
+    advice: str | None = None,
+) -> str | None:
+    """:func:`compare` for a learner's attention ``fn(Q, K, V) -> (Z, A)`` on each
+    ``(Q, K, V)`` of ``inputs``: the weights A are judged first (``diagnose``, ``advice``:
+    what a wrong A may come from), then Z, the weighted sum of the values."""
+    values = "Z is the weighted sum of the values"
+    return compare(
+        fn,
+        ((f"on {shapes(Q=Q, K=K, V=V)}", (Q, K, V)) for Q, K, V in inputs),
+        reference,
+        names=("Z", "A"),
+        order=("A", "Z"),
+        arrays=True,
+        about={"Z": values},
+        diagnose=diagnose,
+        advice={"Z": values, **({"A": advice} if advice else {})},
+    )
+
+
+def _swapped(got: list[Tensor], want: list[Tensor], atol: float, rtol: float) -> bool:
+    """True when two outputs fit the reference only in the other order."""
+
+    def fits(outputs: list[Tensor]) -> bool:
+        return all(
+            g.shape == w.shape and first_difference(g, w, atol=atol, rtol=rtol) is None
+            for g, w in zip(outputs, want, strict=True)
+        )
+
+    if [g.shape for g in got] == [w.shape for w in want]:
+        return not fits(got) and fits(got[::-1])
+    return [g.shape for g in got[::-1]] == [w.shape for w in want]

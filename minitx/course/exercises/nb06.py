@@ -1,0 +1,275 @@
+"""Exercises of notebook 06 (multi-head attention): heads split and merged, masks handed to
+PyTorch, a prediction about swapping heads, and an open question.
+
+Expected answers come from :mod:`minitx.nn.attention` (the package's own multi-head attention)
+and :mod:`minitx.data.relations`, never typed in. Every test input is drawn under
+``torch.random.fork_rng`` with its own seed, so checking an answer does not move the
+learner's random numbers.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from minitx.course.exercises import call_learner, teaching_notes, think
+from minitx.course.exercises.checks import (
+    first_difference,
+    implement,
+    outputs,
+    predict,
+    shape_hint,
+)
+from minitx.course.relations import RelationNet
+from minitx.data.relations import RelationTask
+from minitx.nn.attention import MultiHeadAttention, scaled_dot_product_attention
+from minitx.nn.masks import causal_mask, padding_mask
+
+# (B, T, d_model, n_heads): several heads and positions first, then batch 1, length 1,
+# one head, and more heads than positions.
+HEAD_CASES = ((2, 5, 8, 2), (3, 7, 24, 4), (1, 1, 12, 3), (2, 4, 6, 1), (1, 3, 16, 8))
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """(B, T, C) -> (B, n_heads, T, C // n_heads): head h gets features h*d_k .. (h+1)*d_k - 1."""
+    B, T, C = x.shape
+    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)
+
+
+def merge_heads(z: Tensor) -> Tensor:
+    """(B, n_heads, T, d_k) -> (B, T, n_heads * d_k): the heads side by side again."""
+    B, n_heads, T, d_k = z.shape
+    return z.transpose(1, 2).contiguous().view(B, T, n_heads * d_k)
+
+
+def _setup(B: int, T: int, C: int, h: int, seed: int) -> tuple[MultiHeadAttention, Tensor]:
+    """A seeded double-precision module and input, drawn without touching the learner's RNG."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        mha = MultiHeadAttention(C, h).double().eval()
+        x = torch.randn(B, T, C, dtype=torch.float64)
+    return mha, x
+
+
+def _entry(got: Tensor, want: Tensor, axes: str) -> str:
+    index = first_difference(got, want, atol=1e-9, rtol=1e-5)
+    return f"the first entry that differs is [{', '.join(map(str, index))}] ({axes})"
+
+
+def _result(answer: Any, args: tuple, want: Tensor, where: str, axes: str) -> tuple:
+    """The learner's tensor in float64 and None, or None and a hint: ``answer`` raised, or
+    returned something other than a tensor of ``want``'s shape, or NaN."""
+    got, hint = outputs(answer, args, where, ("the result",))
+    hint = hint or shape_hint(got[0], want, "the result", where, f"that is {axes}")
+    if hint is None and torch.isnan(got[0]).any():
+        hint = f"{where}, your result holds NaN"
+    return (None, hint) if hint else (got[0].double(), None)
+
+
+def _over_head_cases(hint: Callable[..., str | None]) -> Callable[[Any], str | None]:
+    """A checker that asks ``hint(answer, mha, x, n_heads, where)`` on every case of
+    HEAD_CASES, with the package's module ``mha`` and its input ``x``."""
+
+    def checker(answer: Any) -> str | None:
+        for seed, (B, T, C, h) in enumerate(HEAD_CASES):
+            mha, x = _setup(B, T, C, h, seed)
+            with torch.no_grad():
+                said = hint(answer, mha, x, h, f"with B={B}, T={T}, d_model={C}, n_heads={h}")
+            if said is not None:
+                return said
+        return None
+
+    return checker
+
+
+@implement(
+    "06.split_heads",
+    "Write split_heads(x, n_heads): it takes queries (or keys, or values) x of shape "
+    "(B, T, d_model) and returns them cut into heads, shape (B, n_heads, T, d_k) with "
+    "d_k = d_model // n_heads, head h holding features h*d_k to (h+1)*d_k - 1 of each "
+    "position. The checker runs attention on your heads and compares with the package's "
+    "MultiHeadAttention. Answer with the function.",
+    split_heads,
+)
+@_over_head_cases
+def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
+    want_out, want_w = mha(x, need_weights=True)  # the package's multi-head attention
+    q, k, v = mha.in_proj(x).split(x.size(-1), dim=-1)  # (B, T, C) each
+    got, hint = _result(answer, (q, h), split_heads(q, h), where, "(B, n_heads, T, d_k)")
+    if hint is not None:
+        return hint
+    heads = [call_learner(answer, t.clone(), h)[0] for t in (q, k, v)]
+    if not all(isinstance(t, Tensor) for t in heads):
+        return "return a tensor for every input"
+    z, w = scaled_dot_product_attention(*(t.double() for t in heads))
+    out = mha.out_proj(merge_heads(z))
+    if torch.allclose(w, want_w, atol=1e-9) and torch.allclose(out, want_out, atol=1e-9):
+        return None
+    return f"{where}, attention over your heads differs from the package's; " + _entry(
+        got, split_heads(q, h), "batch, head, position, feature"
+    )
+
+
+@implement(
+    "06.merge_heads",
+    "Write merge_heads(z): it takes the per-head outputs z of shape (B, n_heads, T, d_k) and "
+    "puts the heads side by side, shape (B, T, n_heads * d_k), head h in columns h*d_k to "
+    "(h+1)*d_k - 1, ready for W_O. The checker applies the package's W_O to your result and "
+    "compares with MultiHeadAttention's output. Answer with the function.",
+    merge_heads,
+)
+@_over_head_cases
+def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
+    want_out, _ = mha(x, need_weights=True)
+    q, k, v = (split_heads(t, h) for t in mha.in_proj(x).split(x.size(-1), dim=-1))
+    z, _ = scaled_dot_product_attention(q, k, v)  # (B, h, T, d_k)
+    got, hint = _result(answer, (z,), merge_heads(z), where, "(B, T, d_model)")
+    if hint is not None:
+        return hint
+    if torch.allclose(mha.out_proj(got), want_out, atol=1e-9):
+        return None
+    return f"{where}, W_O applied to your result differs from the package's output; " + _entry(
+        got, merge_heads(z), "batch, position, feature"
+    )
+
+
+def to_torch(mask: Tensor) -> Tensor:
+    """A minitx mask (True = may attend) as nn.MultiheadAttention's attn_mask (True = blocked)."""
+    return ~mask
+
+
+@implement(
+    "06.torch_mask",
+    "minitx masks say True = may attend; nn.MultiheadAttention's attn_mask says True = "
+    "blocked. Write a function to_torch(mask) that turns a minitx (T_q, T_k) boolean mask into "
+    "an attn_mask PyTorch reads the same way. Answer with the function.",
+    to_torch,
+)
+def _torch_mask(answer: Any) -> str | None:
+    d_model, n_heads, T = 8, 2, 6
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(6)
+        ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True).double().eval()
+        x = torch.randn(2, T, d_model, dtype=torch.float64)
+        random_mask = torch.rand(T, T) < 0.6
+        ours = MultiHeadAttention.from_torch(ref).eval()  # its init draws numbers too
+    random_mask[:, 0] = True  # every query may attend to something
+    last_two = padding_mask([T - 2], T)[0, 0].expand(T, T)
+    for name, mask in (
+        ("a causal mask", causal_mask(T)),
+        ("a padding mask", last_two),
+        ("a random mask", random_mask),
+    ):
+        converted, error = call_learner(answer, mask.clone())
+        if error:
+            return error
+        if not isinstance(converted, Tensor) or converted.shape != mask.shape:
+            return f"for {name} of shape {tuple(mask.shape)}, return a tensor of the same shape"
+        if converted.is_floating_point():
+            converted = converted.double()
+        elif converted.dtype != torch.bool:
+            return f"return a bool (or float) tensor, got {converted.dtype}"
+        if converted.dtype == torch.bool and torch.equal(converted, mask):
+            return "that is the mask unchanged: PyTorch reads True as 'blocked'"
+        try:
+            want, _ = ours(x, mask=mask)
+            got, _ = ref(x, x, x, attn_mask=converted, need_weights=False)
+        except RuntimeError as err:
+            return f"PyTorch refused your mask: {err}"
+        if not torch.allclose(got, want, atol=1e-9, equal_nan=False):
+            return f"with {name}, PyTorch does not attend to the same keys as minitx"
+    return None
+
+
+# ---- predict: swap two heads ------------------------------------------------------------
+
+SWAP_CHOICES = {
+    "a": "the outputs and the accuracy stay the same (up to rounding)",
+    "b": "the accuracy falls to chance",
+    "c": "the accuracy falls somewhat, the model half works",
+}
+
+
+def swap_heads(model: RelationNet, layer: int, i: int, j: int) -> RelationNet:
+    """A copy of ``model`` whose heads ``i`` and ``j`` of ``layer`` trade places: their rows
+    of W_Q, W_K, W_V and their columns of W_O."""
+    swapped = copy.deepcopy(model)
+    attn = swapped.layers[layer]
+    C, d = attn.d_model, attn.d_head
+    order = torch.arange(attn.n_heads)
+    order[i], order[j] = j, i
+    feats = torch.cat([torch.arange(int(h) * d, (int(h) + 1) * d) for h in order])  # (C,)
+    rows = torch.cat([feats, feats + C, feats + 2 * C])  # the same heads in W_Q, W_K, W_V
+    with torch.no_grad():
+        attn.in_proj.weight.copy_(attn.in_proj.weight[rows])
+        attn.in_proj.bias.copy_(attn.in_proj.bias[rows])
+        attn.out_proj.weight.copy_(attn.out_proj.weight[:, feats])
+    return swapped
+
+
+def swap_truth() -> str:
+    """The choice the experiment gives, run on a random (untrained) model: the answer does
+    not depend on the weights."""
+    task = RelationTask()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = RelationNet.for_task(task).double().eval()
+    x = task.sample(8, seed=0).x
+    with torch.no_grad():
+        before, after = model(x), swap_heads(model, 0, 0, 1)(x)
+    same = all(torch.allclose(a, b, atol=1e-10) for a, b in zip(before[:2], after[:2], strict=True))
+    return "a" if same else "b"
+
+
+predict(
+    "06.swap_heads",
+    "Predict before you run it. In the trained relation model, heads 0 and 1 of layer 0 trade "
+    "places: their rows of W_Q, W_K, W_V and their columns of W_O are swapped, nothing is "
+    "retrained. What happens?",
+    SWAP_CHOICES,
+    swap_truth,
+    "not what the experiment shows: follow one head's output from its rows of W_Q, "
+    "W_K, W_V to its columns of W_O, and ask whether its slot number is used anywhere",
+)
+
+
+think(
+    "06.why_heads",
+    "Eight heads of d_k = 8 have exactly as many parameters as one head of width 64. What can "
+    "the eight heads do that the single wide head cannot, and what does each of them give up? "
+    "Use the relation task: could one head per layer answer both questions at every position?",
+    "A head computes one softmax per query, so one weighted average of the values: a single "
+    "head must choose one distribution over positions for each query, and to serve both the "
+    "previous token and the partner it can only blend their values into one vector. Eight "
+    "heads give each query eight separate distributions, so one can look one step back while "
+    "another finds the partner, and W_O combines both. The price is that each head compares "
+    "queries and keys in only d_k dimensions, so its score matrix has rank at most d_k and "
+    "it can express fewer patterns; with too many heads d_k becomes too small to tell keys "
+    "apart. (Two layers of one head each could still solve the task, one relation per layer.)",
+)
+
+
+teaching_notes(
+    "06",
+    60,
+    "split_heads merge_heads swap_heads why_heads",
+    goals=(
+        "Split d_model into h heads with view and transpose, attend per head, merge, and "
+        "project with W_O; explain why the parameter count does not depend on h.",
+        "Check a from-scratch module against nn.MultiheadAttention, flipping the mask "
+        "convention (PyTorch: True = blocked).",
+        "Measure head specialisation on a task with two relations, and test it by ablation.",
+        "Use the same module for cross-attention (queries from one sequence, keys and values "
+        "from another).",
+    ),
+    misconceptions=(
+        "More heads means more parameters.",
+        "view(B, h, T, d_k) splits into heads (it silently mixes positions and features).",
+        "A head's heatmap explains what the model decided.",
+        "A head has a fixed role tied to its index.",
+    ),
+)

@@ -1,0 +1,349 @@
+"""Exercises of notebook 09 (the encoder-decoder transformer): a prediction (what a change
+in the source reaches), the decoder's input, one beam-search step, what the KV cache saves,
+and two open questions.
+
+Expected answers are computed with :mod:`minitx.nn.encoder_decoder` and :mod:`minitx.nn.generation`,
+never typed in. Models and random inputs are made under ``torch.random.fork_rng`` so that
+checking an answer does not move the learner's random numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from minitx.course.exercises import teaching_notes, think
+from minitx.course.exercises.checks import (
+    compare,
+    compute,
+    first_hint,
+    implement,
+    outputs,
+    predict,
+    shape_hint,
+)
+from minitx.data import dates
+from minitx.nn import encoder_decoder, generation
+from minitx.nn.encoder_decoder import DateTransformer, EncoderDecoder
+
+
+def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
+    """The decoder's input: bos_id, then the target one step late (last token dropped)."""
+    bos = torch.full_like(tgt[:, :1], bos_id)  # (B, 1)
+    return torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
+
+
+def _shift_cases() -> list[tuple[Tensor, int]]:
+    cases = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(9)
+        for B, T, bos in ((1, 1, 1), (2, 1, 3), (1, 2, 1), (3, 7, 1), (4, 11, 5), (2, 22, 1)):
+            cases.append((torch.randint(0, 15, (B, T)), bos))
+    return cases
+
+
+def _shift_hint(name: str, got: dict, want: dict, args: tuple) -> str:
+    """The first position where the learner's decoder input differs, and both ids there."""
+    b, t = (got[name] != want[name]).nonzero()[0].tolist()
+    return (
+        f"the first difference is at row {b}, column {t}: you have {int(got[name][b, t])}, "
+        f"the decoder should read {int(want[name][b, t])}"
+    )
+
+
+@implement(
+    "09.shift_right",
+    "Write shift_right(tgt, bos_id): tgt is a (B, T) tensor of target ids; return the "
+    "decoder's input under teacher forcing, a new (B, T) tensor: the start id, then the "
+    "target one step late (its last token dropped). Answer with the function.",
+    shift_right,
+)
+def _shift_right(answer: Any) -> str | None:
+    return compare(
+        answer,
+        (
+            (f"for tgt of shape {tuple(tgt.shape)} and bos_id={bos}", (tgt, bos))
+            for tgt, bos in _shift_cases()
+        ),
+        encoder_decoder.shift_right,
+        names=("your decoder input",),
+        inputs=("tgt",),
+        dtype=True,
+        about={"your decoder input": "the decoder reads one token per target position"},
+        diagnose=_shift_hint,
+    )
+
+
+def beam_step(
+    log_probs: Tensor, beam_scores: Tensor, beam_width: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Extend every beam by every token; keep the beam_width best, best first."""
+    B, W, V = log_probs.shape
+    total = (beam_scores[:, :, None] + log_probs).reshape(B, W * V)  # each candidate's score
+    scores, flat = total.topk(beam_width, dim=-1)  # (B, beam_width), sorted
+    return scores, flat // V, flat % V  # candidate w * V + v extends beam w by token v
+
+
+def _beam_cases() -> list[tuple[Tensor, Tensor, int]]:
+    cases = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(19)
+        for B, W, V, width, first in ((1, 1, 5, 1, False), (2, 3, 7, 3, False),
+                                      (2, 3, 7, 2, False), (1, 4, 6, 4, True),
+                                      (3, 2, 4, 5, False), (2, 4, 15, 4, True)):  # fmt: skip
+            log_probs = torch.log_softmax(torch.randn(B, W, V, dtype=torch.float64), dim=-1)
+            scores = -5 * torch.rand(B, W, dtype=torch.float64)
+            if first:  # the first step: only beam 0 exists
+                scores[:, 1:] = float("-inf")
+            cases.append((log_probs, scores, width))
+    return cases
+
+
+BEAM_OUTPUTS = ("scores", "parent", "token")
+
+
+@implement(
+    "09.beam_step",
+    "Write beam_step(log_probs, beam_scores, beam_width): log_probs (B, W, V) are the "
+    "next-token log-probabilities of W beams, beam_scores (B, W) their summed "
+    "log-probabilities so far (-inf for beams that do not exist yet). Return (scores, parent, "
+    "token), each (B, beam_width), best first: the beam_width best extensions of any beam "
+    "by any token, the beam each extends, and the token it appends. Answer with the function.",
+    beam_step,
+)
+def _beam_step(answer: Any) -> str | None:
+    for log_probs, beam_scores, width in _beam_cases():
+        B, W, V = log_probs.shape
+        case = f"with log_probs {(B, W, V)}, beam_width={width}"
+        got, hint = outputs(answer, (log_probs, beam_scores, width), case, BEAM_OUTPUTS)
+        if got is not None:
+            each = torch.empty(B, width)
+            about = "each of the three is (B, beam_width)"
+            named = zip(BEAM_OUTPUTS, got, strict=True)
+            hints = (shape_hint(t, each, n, case, about) for n, t in named)
+            hint = next((h for h in hints if h), None)
+        if hint is not None:
+            return hint
+        scores, parent, token = (t.double() for t in got)
+        e_scores = generation.beam_step(log_probs, beam_scores, width)[0]
+        if not torch.allclose(scores, e_scores, atol=1e-9):
+            alone = torch.topk(log_probs.view(B, W * V), width, dim=-1).values
+            if torch.allclose(scores, alone, atol=1e-9):
+                return (
+                    "a candidate's score is the whole beam's log-probability: add the "
+                    "score of the beam it extends"
+                )
+            if torch.allclose(scores.sort(dim=-1, descending=True).values, e_scores, atol=1e-9):
+                return f"{case}, the right candidates, but keep them best first"
+            b, k = (~torch.isclose(scores, e_scores, atol=1e-9)).nonzero()[0].tolist()
+            return (
+                f"{case}, the first wrong score is at row {b}, position {k}: "
+                "compare every beam extended by every token, all W * V of them"
+            )
+        picked = (
+            beam_scores.gather(1, parent.long().clamp(0, W - 1))
+            + log_probs[
+                torch.arange(B)[:, None],
+                parent.long().clamp(0, W - 1),
+                token.long().clamp(0, V - 1),
+            ]
+        )
+        bad = ~torch.isclose(picked, e_scores, atol=1e-9)
+        bad |= (parent < 0) | (parent >= W) | (token < 0) | (token >= V)
+        if bad.any():
+            b, k = bad.nonzero()[0].tolist()
+            return (
+                f"{case}, the scores are right, but parent[{b}, {k}] and "
+                f"token[{b}, {k}] do not name the candidate that has that score"
+            )
+    return None
+
+
+# ---- predict: one source character changes -----------------------------------------------
+
+SOURCE_EXAMPLE = "sat 14 march 1998"
+SOURCE_CHANGE = (8, "u")  # 'march' becomes 'murch': position 8 of the source
+SOURCE_CHOICES = {
+    "a": "none of them",
+    "b": "only the positions from 8 on",
+    "c": "all 11 of them",
+    "d": "only the two that write the month",
+}
+
+
+def source_change_truth() -> str:
+    """The letter of :data:`SOURCE_CHOICES` that an untrained DateTransformer shows: which
+    decoder positions' logits move when source character 8 changes."""
+    j, char = SOURCE_CHANGE
+    changed = SOURCE_EXAMPLE[:j] + char + SOURCE_EXAMPLE[j + 1 :]
+    target = "1998-03-14"
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        model = DateTransformer().double().eval()
+        src, lengths = dates.SOURCE_VOCAB.encode_batch([SOURCE_EXAMPLE, changed])
+        tgt_out = torch.tensor([[*dates.TARGET_VOCAB.encode(target), dates.EOS_ID]] * 2)
+        logits, _ = model(src, lengths, shift_right(tgt_out, dates.BOS_ID))  # (2, 11, V)
+    moved = [not torch.allclose(logits[0, t], logits[1, t], rtol=0, atol=1e-12)
+             for t in range(logits.size(1))]  # fmt: skip
+    if not any(moved):
+        return "a"
+    if all(moved):
+        return "c"
+    return "b" if moved == sorted(moved) else "d"
+
+
+predict(
+    "09.source_change",
+    f"Feed the untrained date transformer the source {SOURCE_EXAMPLE!r} and the shifted "
+    "target of '1998-03-14' (11 decoder positions, teacher forcing). Now change source "
+    f"character {SOURCE_CHANGE[0]} (the 'a' of 'march') to {SOURCE_CHANGE[1]!r} and feed "
+    "the same target again. Which decoder positions get different logits? (a) none; "
+    "(b) only the positions from 8 on; (c) all 11; (d) only the two that write the month. "
+    "Answer with a letter.",
+    SOURCE_CHOICES,
+    source_change_truth,
+    "look at which mask applies between the decoder and the memory",
+    whole=True,
+    hints={
+        "a": "the decoder reads the memory through cross-attention: does the memory change?",
+        "b": "the causal mask works along the target, between decoder positions; which mask, "
+        "if any, limits the source characters a decoder position may read?",
+        "d": "the model is untrained: it has not learned which field lives where; what may "
+        "each decoder position's cross-attention read?",
+    },
+)
+
+
+# ---- compute: what the KV cache saves ----------------------------------------------------
+
+
+def key_vectors(steps: int, source_length: int) -> dict[str, int]:
+    """Keys computed by one decoder layer's self-attention over ``steps`` greedy steps."""
+    without = sum(range(1, steps + 1))  # step t runs the decoder on all t tokens so far
+    return {"without": without, "with": steps}  # with the cache: the newest token only
+
+
+def expected_kv_keys(steps: int, source_length: int, n_layers: int = 2) -> dict[str, int]:
+    """Key vectors computed by the self-attention of decoder layer 0 over ``steps`` greedy
+    steps, counted with a hook on its projection: rerunning ``decode`` on the whole prefix
+    each step ('without'), and ``decode_cached`` feeding one new token each step ('with')."""
+    d_model = 16
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = EncoderDecoder(d_model, 2, 1, n_layers, 2 * d_model).eval()
+        memory = torch.randn(1, source_length, d_model)
+        tgt = torch.randn(1, steps, d_model)
+    counted = {"n": 0}
+    hook = model.decoder[0].self_attn.in_proj.register_forward_hook(
+        lambda module, args, out: counted.__setitem__("n", counted["n"] + args[0].size(1))
+    )
+    result = {}
+    try:
+        with torch.no_grad():
+            for t in range(1, steps + 1):
+                model.decode(tgt[:, :t], memory)
+            result["without"], counted["n"] = counted["n"], 0
+            cache = None
+            for t in range(steps):
+                _, cache, _ = model.decode_cached(tgt[:, t : t + 1], memory, None, cache)
+            result["with"] = counted["n"]
+    finally:
+        hook.remove()
+    return result
+
+
+KV_CASES = ((1, 5), (2, 3), (5, 9), (9, 4), (16, 30))
+
+
+def _kv_hint(got: Any, steps: int, S: int) -> str | None:
+    """What is wrong with ``got``, a learner's key counts for ``steps`` steps from a source
+    of ``S`` characters."""
+    if not isinstance(got, dict) or set(got) != {"without", "with"}:
+        return "return a dict with the keys 'without' and 'with'"
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in got.values()):
+        return "return ints"
+    expected = expected_kv_keys(steps, S)
+    where = f"for steps={steps}, source_length={S}"
+    if got["without"] != expected["without"]:
+        if got["without"] in (steps * steps, steps * S):
+            return f"{where}, without: at step t the prefix holds t tokens, not all of them"
+        return (
+            f"{where}, without: step t computes a key for each of the t tokens "
+            "written so far; add them up"
+        )
+    if got["with"] != expected["with"]:
+        if got["with"] == S:
+            return f"{where}, with: the self-attention's keys come from the target, not the source"
+        return f"{where}, with: the cache keeps every earlier key; how many are new per step?"
+    return None
+
+
+@compute(
+    "09.kv_cache",
+    "A decoder writes greedily for `steps` steps, one token per step, from a source of "
+    "`source_length` characters. Write key_vectors(steps, source_length) that returns how "
+    "many key vectors the self-attention of ONE decoder layer computes over all the steps: "
+    "{'without': ..., 'with': ...}, (a) without a cache, when every step runs the decoder "
+    "again on everything written so far, and (b) with the KV cache. Work the count out by "
+    "hand, then answer with the function.",
+    lambda: key_vectors,
+)
+def _kv_cache(answer: Any) -> str | None:
+    return first_hint(answer, KV_CASES, _kv_hint)
+
+
+# ---- open questions ----------------------------------------------------------------------
+
+think(
+    "09.fair_budget",
+    "This notebook gave both models the same number of steps and the same batches. Would "
+    "equal seconds of training on your laptop, or equal floating-point operations, be "
+    "fairer? Which model would each choice favour, and why? What would you measure to run "
+    "that comparison properly?",
+    "Each budget answers a different question. Equal steps asks which model learns more "
+    "from the same examples. Equal seconds depends on the hardware: on a CPU with small "
+    "batches the GRU's sequential loop is cheap, while on a GPU the transformer processes "
+    "all positions at once and gets many more steps per second, so it would be favoured "
+    "there. Equal FLOPs ignores how well the work parallelises. A proper comparison fixes "
+    "the budget in advance, measures time per step (or FLOPs) on the target hardware, "
+    "trains every model over several seeds until its validation accuracy stops improving "
+    "or the budget is spent, and reports accuracy with its spread against that budget.",
+)
+
+think(
+    "09.century",
+    "The century digits '19' of '3/3/98' appear nowhere in the input. Where would you want "
+    "a model's cross-attention to look while writing them, and what does your answer say "
+    "about reading attention weights as an alignment?",
+    "The century follows from the two-digit year by the task's rule (50-99 give 19, 00-49 "
+    "give 20), so the useful place to look is the year '98', or anywhere that carries it "
+    "after the encoder has mixed positions. There is no human alignment to compare with: "
+    "any place the model reads is its own choice, and a weight on a character does not say "
+    "how the model computed the digit. Attention weights show where information was read "
+    "from, not the rule that used it; alignments are a view, not an explanation.",
+)
+
+teaching_notes(
+    "09",
+    70,
+    "source_change shift_right beam_step fair_budget",
+    goals=(
+        "Name the parts of the encoder-decoder transformer and the order of the three "
+        "sublayers of a decoder block.",
+        "Check a model built from the course's blocks against nn.Transformer, translating "
+        "the masks between the two conventions.",
+        "Explain teacher forcing, the shifted-right decoder input and why the decoder keeps "
+        "its causal mask while training.",
+        "Decode greedily and with beam search, and count the work the KV cache saves.",
+        "Set up a fair comparison of two models and read a result that goes against the "
+        "expectation.",
+    ),
+    misconceptions=(
+        "A transformer beats an RNN on any task and any budget.",
+        "The causal mask is only needed at inference.",
+        "Beam search finds the correct output; it finds outputs the model rates more likely.",
+        "Cross-attention weights are a complete account of how an output was computed.",
+    ),
+)

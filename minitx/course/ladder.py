@@ -1,0 +1,143 @@
+"""The ladder: a GPT assembled one piece at a time, each rung trained the same way (notebook 08).
+
+    bigram         a (V, V) table: the next character from the current one only
+    one head       + one causal self-attention head over the context
+    multi-head     the same width split into several heads
+    feed-forward   + a position-wise MLP after attention
+    residual + LN  + residual connections and pre-LayerNorm around both
+    positions      + learned position embeddings (every rung before has none)
+    GPT            the course's GPT with the ``cpu`` preset's shape and optimiser
+
+Every rung sees the same batches, the same number of training tokens and the same
+evaluation batches (``minitx.train.trainer.Trainer`` with the one recipe :func:`ladder_recipe`,
+on whatever device), so the ladder of validation losses measures what each piece buys on
+this data and budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitx.nn.attention import MultiHeadAttention
+from minitx.nn.modes import evaluating
+from minitx.nn.transformer import FeedForward, LayerNorm, LearnedPositions
+from minitx.train.presets import Preset, get_preset
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung: ``n_head`` 0 means no attention (the bigram table)."""
+
+    name: str
+    n_head: int = 0
+    feed_forward: bool = False
+    residual_norm: bool = False
+    positions: bool = False
+
+
+RUNGS = (
+    Rung("bigram"),
+    Rung("one head", n_head=1),
+    Rung("multi-head", n_head=4),
+    Rung("+ feed-forward", n_head=4, feed_forward=True),
+    Rung("+ residual + LayerNorm", n_head=4, feed_forward=True, residual_norm=True),
+    Rung("+ positions", n_head=4, feed_forward=True, residual_norm=True, positions=True),
+)
+
+
+def ladder_recipe() -> Preset:
+    """The recipe every rung trains with: 2 layers x 64 wide, context 32, 800 steps of
+    16 windows, with the ``cpu`` preset's optimisers (Muon for the matrices, AdamW at
+    lr 6e-3 for the rest) and schedule. Small enough for a minute on one CPU core, and
+    the same on a GPU, so the ladder's numbers do not depend on the machine."""
+    return get_preset("cpu").with_overrides(
+        model={"n_layer": 2, "n_embd": 64, "block_size": 32},
+        train={"max_steps": 800, "batch_size": 16, "warmup_steps": 20,
+               "eval_interval": 100, "eval_steps": 10, "log_interval": 10},
+    )
+
+
+class LadderBlock(nn.Module):
+    """Causal multi-head attention, then (optionally) a feed-forward layer; with
+    ``residual_norm`` each is wrapped as x + f(LayerNorm(x)) (pre-LN, as in GPT).
+
+    ``forward(x (B, T, C), need_weights=False)`` returns ``(x, weights | None)`` like
+    every block of the course."""
+
+    def __init__(self, rung: Rung, n_embd: int) -> None:
+        super().__init__()
+        self.rung = rung
+        self.attn = MultiHeadAttention(n_embd, rung.n_head)
+        self.ffn = FeedForward(n_embd, 4 * n_embd) if rung.feed_forward else None
+        if rung.residual_norm:
+            self.ln1, self.ln2 = LayerNorm(n_embd, fused=True), LayerNorm(n_embd, fused=True)
+
+    def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        ffn = self.ffn or nn.Identity()
+        if self.rung.residual_norm:
+            a, w = self.attn(self.ln1(x), need_weights=need_weights, is_causal=True)
+            x = x + a
+            return (x + ffn(self.ln2(x)) if self.ffn is not None else x), w
+        a, w = self.attn(x, need_weights=need_weights, is_causal=True)
+        return ffn(a), w
+
+
+class LadderModel(nn.Module):
+    """A character model of one rung: idx (B, T) -> logits (B, T, V) (and the loss).
+
+    ``forward(idx, targets=None)`` returns ``(logits, loss)`` like ``minitx.nn.gpt.GPT``, so
+    ``minitx.train.trainer.Trainer`` trains every rung the same way.
+    """
+
+    def __init__(
+        self, rung: Rung, vocab_size: int, block_size: int, n_embd: int = 64, n_layer: int = 2
+    ) -> None:
+        super().__init__()
+        if not isinstance(rung, Rung):
+            raise TypeError(f"rung must be a Rung, got {type(rung).__name__}")
+        if rung.n_head and n_embd % rung.n_head:
+            raise ValueError(f"n_embd={n_embd} is not divisible by n_head={rung.n_head}")
+        self.rung, self.block_size = rung, block_size
+        if rung.n_head == 0:
+            self.table = nn.Embedding(vocab_size, vocab_size)  # row = logits of the next char
+            return
+        self.tok_emb = nn.Embedding(vocab_size, n_embd)
+        self.pos_emb = LearnedPositions(block_size, n_embd) if rung.positions else None
+        self.blocks = nn.ModuleList(LadderBlock(rung, n_embd) for _ in range(n_layer))
+        self.ln_f = LayerNorm(n_embd, fused=True) if rung.residual_norm else nn.Identity()
+        self.head = nn.Linear(n_embd, vocab_size)
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        B, T = idx.size()
+        if self.block_size < T:
+            raise ValueError(f"sequence length T={T} is longer than block_size={self.block_size}")
+        if self.rung.n_head == 0:
+            logits = self.table(idx)  # (B, T, V)
+        else:
+            x = self.tok_emb(idx)  # (B, T, C)
+            if self.pos_emb is not None:
+                x = x + self.pos_emb(T)
+            for block in self.blocks:
+                x, _ = block(x)
+            logits = self.head(self.ln_f(x))  # (B, T, V)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        return logits, loss
+
+    @torch.no_grad()
+    def generate(self, idx: Tensor, max_new_tokens: int, generator: torch.Generator) -> Tensor:
+        """Sample ``max_new_tokens`` characters after ``idx`` (B, T) (temperature 1)."""
+        with evaluating(self):
+            for _ in range(max_new_tokens):
+                logits, _ = self(idx[:, -self.block_size :])
+                probs = logits[:, -1].softmax(dim=-1)  # (B, V)
+                idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
+        return idx
+
+
+__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "ladder_recipe"]

@@ -1,0 +1,184 @@
+"""The attention-only model of notebook 06 that learns the two relations of
+:mod:`minitx.data.relations`, and the measurements of what its heads do.
+
+:class:`RelationNet` is token embeddings + learned positions, ``n_layers`` residual layers
+of :class:`minitx.nn.attention.MultiHeadAttention` (no MLP, no LayerNorm) and two linear
+read-outs. ``RelationTask.get_batch`` and ``RelationTask.loss`` are all that
+:class:`minitx.train.trainer.Trainer` needs to train it. :func:`relation_scores` measures
+whether each relation got a head of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from minitx.data.relations import IGNORE, RelationBatch, RelationOutput, RelationTask
+from minitx.nn.attention import MultiHeadAttention
+from minitx.nn.modes import evaluating
+from minitx.train.trainer import accuracy
+
+
+class RelationScores(NamedTuple):
+    """Mean attention weight each head puts on each relation, both (L, H).
+
+    ``previous[l, h]``: weight on position t-1, averaged over queries t >= 1;
+    ``partner[l, h]``: weight on the partner, averaged over delimiter queries.
+    """
+
+    previous: Tensor
+    partner: Tensor
+
+
+class RelationNet(nn.Module):
+    """Attention only: token + position embeddings, ``n_layers`` residual multi-head
+    attention layers, then two linear read-outs.
+
+    ``forward(x (B, T) long, need_weights=False) -> RelationOutput`` with
+    ``prev_logits`` (B, T, vocab_size), ``partner_logits`` (B, T, seq_len) and, when
+    ``need_weights``, ``weights`` (L, B, H, T, T), the layout of ``GPT.attention_maps``.
+    No causal mask: a ``(`` must see its
+    ``)`` further right.
+    """
+
+    def __init__(
+        self, vocab_size: int, seq_len: int, d_model: int = 32, n_heads: int = 2, n_layers: int = 2
+    ) -> None:
+        super().__init__()
+        if n_layers < 1:
+            raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+        self.seq_len, self.n_layers, self.n_heads = seq_len, n_layers, n_heads
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(seq_len, d_model)
+        self.layers = nn.ModuleList(MultiHeadAttention(d_model, n_heads) for _ in range(n_layers))
+        self.prev_head = nn.Linear(d_model, vocab_size)
+        self.partner_head = nn.Linear(d_model, seq_len)
+
+    @classmethod
+    def for_task(cls, task: RelationTask, **kwargs: int) -> RelationNet:
+        """A model sized for ``task`` (vocabulary and sequence length)."""
+        return cls(task.vocab_size, task.seq_len, **kwargs)
+
+    def forward(self, x: Tensor, need_weights: bool = False) -> RelationOutput:
+        T = self._check_ids(x)
+        h = self.tok_emb(x) + self.pos_emb(torch.arange(T, device=x.device))  # (B, T, C)
+        weights = []
+        for attn in self.layers:
+            a, w = attn(h, need_weights=need_weights)  # w: (B, H, T, T) or None
+            h = h + a  # residual: each layer adds what its heads found
+            weights.append(w)
+        stacked = torch.stack(weights) if need_weights else None  # (L, B, H, T, T)
+        return RelationOutput(self.prev_head(h), self.partner_head(h), stacked)
+
+    def _check_ids(self, x: Tensor) -> int:
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.dtype != torch.long:
+            raise ValueError(
+                f"x must be a long tensor (B, T), got "
+                f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
+            )
+        if x.size(1) != self.seq_len:
+            raise ValueError(f"expected sequences of length {self.seq_len}, got {x.size(1)}")
+        return x.size(1)
+
+    @torch.no_grad()
+    def attention_maps(self, x: Tensor) -> Tensor:
+        """Attention weights of every layer and head, in eval mode without gradients.
+
+        ``x`` (T,) -> (L, H, T, T); ``x`` (B, T) -> (L, B, H, T, T), as ``GPT``'s.
+        """
+        single = isinstance(x, Tensor) and x.dim() == 1
+        with evaluating(self):
+            weights = self(x[None] if single else x, need_weights=True).weights
+        return weights[:, 0] if single else weights
+
+
+
+
+def relation_accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
+    """:func:`minitx.train.trainer.accuracy` of each read-out on ``batch``, dropout off:
+    ``{"previous": ..., "partner": ...}`` (positions marked ``IGNORE`` left out)."""
+
+    with evaluating(model):
+        out = model(batch.x)
+    return {
+        "previous": accuracy(out.prev_logits, batch.prev, ignore_index=IGNORE),
+        "partner": accuracy(out.partner_logits, batch.partner, ignore_index=IGNORE),
+    }
+
+
+def relation_scores(weights: Tensor, batch: RelationBatch) -> RelationScores:
+    """How much weight each head puts on each relation.
+
+    ``weights`` (L, B, H, T, T) from ``RelationNet(..., need_weights=True)`` on
+    ``batch.x``. Returns :class:`RelationScores` with two (L, H) tensors in [0, 1]: the
+    mean weight on the previous token (queries t >= 1) and on the partner (delimiter
+    queries). A score near 1 means the head does that one thing.
+    """
+    T = batch.x.size(-1)
+    if weights.dim() != 5 or tuple(weights.shape[-2:]) != (T, T) or weights.size(1) != len(batch.x):
+        raise ValueError(
+            f"weights must be (L, B, H, T, T) for x of shape {tuple(batch.x.shape)}, "
+            f"got {tuple(weights.shape)}"
+        )
+    t = torch.arange(1, T)
+    previous = weights[:, :, :, t, t - 1].mean(dim=(1, 3))  # (L, H)
+    b, q = (batch.partner != IGNORE).nonzero(as_tuple=True)
+    on_partner = weights[:, b, :, q, batch.partner[b, q]]  # (N, L, H): indexed dims go first
+    return RelationScores(previous, on_partner.mean(dim=0))
+
+
+def ablate_heads(model: RelationNet, heads: Iterable[tuple[int, int]]) -> RelationNet:
+    """A copy of ``model`` with the given ``(layer, head)`` pairs switched off.
+
+    The output projection W_O reads head h from columns ``h*d_head : (h+1)*d_head`` of
+    ``out_proj.weight``; zeroing them removes exactly that head's contribution and
+    leaves every attention weight of its layer (and of the layers before) unchanged.
+    """
+    ablated = copy.deepcopy(model)
+    for layer, head in heads:
+        if not (0 <= layer < model.n_layers and 0 <= head < model.n_heads):
+            raise ValueError(
+                f"no head ({layer}, {head}) in a model of {model.n_layers} layers x "
+                f"{model.n_heads} heads"
+            )
+        attn = ablated.layers[layer]
+        cols = slice(head * attn.d_head, (head + 1) * attn.d_head)
+        with torch.no_grad():
+            attn.out_proj.weight[:, cols] = 0.0
+    return ablated
+
+
+@torch.no_grad()
+def head_contributions(model: RelationNet, x: Tensor) -> Tensor:
+    """What each head adds to the residual stream: (B, L, H, T, d_model).
+
+    Head h of a layer adds ``W_O[:, cols_h] (A_h V_h)``: concatenating the heads and
+    projecting with W_O is the same as projecting each head with its own block of W_O's
+    columns and summing. So, per layer, the H contributions plus ``out_proj.bias`` add
+    up to the layer's output. Eval mode, no gradients.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        B, T = x.size()
+        h = model.tok_emb(x) + model.pos_emb(torch.arange(T, device=x.device))  # (B, T, C)
+        per_layer = []
+        for attn in model.layers:
+            a, w = attn(h, need_weights=True)  # w: (B, H, T, T)
+            C = attn.d_model
+            b_v = None if attn.in_proj.bias is None else attn.in_proj.bias[2 * C :]
+            v = F.linear(h, attn.in_proj.weight[2 * C :], b_v)  # rows 2C..3C of in_proj = W_V
+            v = v.view(B, T, attn.n_heads, attn.d_head).transpose(1, 2)  # (B, H, T, hs)
+            z = w @ v  # (B, H, T, hs)
+            w_o = attn.out_proj.weight.view(-1, attn.n_heads, attn.d_head)  # (C, H, hs)
+            per_layer.append(torch.einsum("bhtd,chd->bhtc", z, w_o))  # (B, H, T, C)
+            h = h + a
+    finally:
+        model.train(was_training)
+    return torch.stack(per_layer, dim=1)  # (B, L, H, T, C)
+

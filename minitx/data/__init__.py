@@ -1,0 +1,50 @@
+"""Data, the bottom of the package: it imports nothing else of minitx.
+
+    corpus      the corpora: checksum-verified download, cache, train/val split
+    tokenizer   the character tokenizer (and a word splitter for notebook 04)
+    sequences   padding, truncation, bag of words, fixed windows (notebook 01)
+    batches     random and sequential (B, T) windows of a token tensor
+    text_stats  repetition and verbatim copying in generated text
+    recall      the delayed-recall task of notebook 02
+    dates       the date-translation task of notebooks 03 and 09
+    relations   the two-relations task of notebook 06
+"""
+
+from minitx.data.batches import BlockBatches, random_blocks, sequential_blocks
+from minitx.data.corpus import (
+    CORPORA,
+    SHIPPED_MODELS,
+    Corpus,
+    CorpusError,
+    DownloadError,
+    corpus_path,
+    data_dir,
+    download,
+    get_corpus,
+    load_text,
+    shipped_model_path,
+    train_val_split,
+    verify_file,
+)
+from minitx.data.tokenizer import CharTokenizer, word_tokenize
+
+__all__ = [
+    "CORPORA",
+    "SHIPPED_MODELS",
+    "BlockBatches",
+    "CharTokenizer",
+    "Corpus",
+    "CorpusError",
+    "DownloadError",
+    "corpus_path",
+    "data_dir",
+    "download",
+    "get_corpus",
+    "load_text",
+    "random_blocks",
+    "sequential_blocks",
+    "shipped_model_path",
+    "train_val_split",
+    "verify_file",
+    "word_tokenize",
+]

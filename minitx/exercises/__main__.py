@@ -1,5 +1,0 @@
-import sys
-
-from minitx.exercises.teacher import main
-
-sys.exit(main())

@@ -1,0 +1,248 @@
+"""Where and how torch runs: the device, the CPU threads, autocast and TF32, in one place.
+
+``select_device`` picks CUDA, then Apple's mps, then the CPU, unless ``$MINITX_DEVICE``
+names one. ``plan_runtime`` turns a request (device, dtype, compile, threads) into a
+:class:`Runtime` without changing anything; ``activated(runtime)`` switches it on for a
+``with`` block and puts every global setting back afterwards, and ``threads(n)`` does the
+same for the thread count alone. Nothing in the package changes torch's global state outside
+such a block, except ``minitx.course.notebook.setup_notebook``, whose job is to set up a notebook's
+session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How work will run: the device, the autocast dtype (float32 = none), whether to
+    ``torch.compile`` and use fused AdamW, TF32 matmuls, the CPU thread count, and into
+    how many row shards training splits a batch (one core each, see ``minitx.train.shards``)."""
+
+    device: torch.device
+    dtype: torch.dtype
+    compile: bool
+    fused_adamw: bool
+    tf32: bool
+    num_threads: int
+    shards: int = 1
+
+
+def available_cpus() -> int:
+    """Number of CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def cpu_threads(env: dict[str, str] | None = None, cpus: int | None = None) -> int:
+    """Threads for CPU work: ``$OMP_NUM_THREADS`` when set (the user asked), else every
+    available core. On a machine shared with other busy processes one thread per process
+    can be several times faster than oversubscribed cores; set ``OMP_NUM_THREADS=1`` then.
+    """
+    env = os.environ if env is None else env
+    value = env.get("OMP_NUM_THREADS", "").strip()
+    if not value:
+        return available_cpus() if cpus is None else cpus
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise ValueError(f"OMP_NUM_THREADS must be a positive int, got {value!r}")
+
+
+DEVICE_ENV = "MINITX_DEVICE"
+
+
+def select_device(
+    requested: str = "auto",
+    *,
+    cuda_available: bool | None = None,
+    mps_available: bool | None = None,
+    env: dict[str, str] | None = None,
+) -> torch.device:
+    """'auto' -> ``$MINITX_DEVICE`` when set, else CUDA if available, else mps if
+    available, else CPU.
+
+    ``MINITX_DEVICE=cpu`` keeps every 'auto' choice on the CPU on a machine with a GPU; the
+    test suite sets it, since the notebooks' stored outputs are a CPU run. An explicit
+    request for an absent backend is a ValueError. The availability flags and ``env``
+    default to asking torch and ``os.environ``; tests pass them to exercise the logic on
+    any machine.
+    """
+    env = os.environ if env is None else env
+    source = "requested"
+    override = env.get(DEVICE_ENV, "").strip()
+    if requested == "auto" and override not in ("", "auto"):
+        requested, source = override, f"set by ${DEVICE_ENV}"
+    if cuda_available is None:
+        cuda_available = torch.cuda.is_available()
+    if mps_available is None:
+        mps = getattr(torch.backends, "mps", None)
+        mps_available = bool(mps is not None and mps.is_available())
+    if requested == "auto":
+        if cuda_available:
+            return torch.device("cuda")
+        return torch.device("mps" if mps_available else "cpu")
+    if not isinstance(requested, str) or not (
+        requested in ("cpu", "mps") or requested.split(":")[0] == "cuda"
+    ):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got "
+                         f"{requested!r}" + ("" if source == "requested" else f" ({source})"))
+    device = torch.device(requested)
+    if device.type == "cuda" and not cuda_available:
+        raise ValueError(f"device {requested!r} was {source} but CUDA is not available")
+    if device.type == "mps" and not mps_available:
+        raise ValueError(f"device {requested!r} was {source} but Apple mps is not available")
+    return device
+
+
+def plan_runtime(
+    device: str = "auto",
+    dtype: str = "auto",
+    compile: bool | None = None,
+    threads: int | None = None,
+    *,
+    cuda_available: bool | None = None,
+    mps_available: bool | None = None,
+    bf16_supported: bool | None = None,
+    cpus: int | None = None,
+    shards: int | None = None,
+) -> Runtime:
+    """Decide device, autocast dtype, compile, fused AdamW, TF32, threads and shards.
+
+    CUDA: bf16 autocast (if the GPU supports it), fused AdamW, TF32, compile.
+    mps: float32, no compile. CPU: float32, no compile, ``threads`` or every available
+    core (``$OMP_NUM_THREADS`` when set, see ``cpu_threads``), and a training batch split
+    into as many row shards as threads, each shard on its own core. ``dtype``, ``compile``
+    and ``shards`` (1: never split) override the choice. A pure function of its inputs:
+    nothing changes until :func:`activated`.
+    """
+    chosen = select_device(device, cuda_available=cuda_available, mps_available=mps_available)
+    is_cuda = chosen.type == "cuda"
+    if dtype == "auto":
+        if bf16_supported is None:
+            bf16_supported = is_cuda and torch.cuda.is_bf16_supported()
+        autocast_dtype = torch.bfloat16 if is_cuda and bf16_supported else torch.float32
+    elif dtype in DTYPES:
+        autocast_dtype = DTYPES[dtype]
+    else:
+        raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {dtype!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise ValueError(f"threads must be None or an int >= 1, got {threads!r}")
+    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int)
+                               or shards < 1):
+        raise ValueError(f"shards must be None or an int >= 1, got {shards!r}")
+    num_threads = threads or cpu_threads(cpus=cpus)
+    on_cpu = chosen.type == "cpu"
+    if shards is None:
+        shards = num_threads if on_cpu else 1
+    elif shards > 1 and not on_cpu:
+        raise ValueError(f"shards={shards} splits batches over CPU cores, but the device is "
+                         f"{chosen.type}")
+    return Runtime(
+        device=chosen,
+        dtype=autocast_dtype,
+        compile=is_cuda if compile is None else bool(compile),
+        fused_adamw=chosen.type in ("cuda", "cpu"),  # torch has fused AdamW kernels for both
+        tf32=is_cuda,
+        num_threads=num_threads,
+        shards=shards,
+    )
+
+
+@contextlib.contextmanager
+def threads(n: int) -> Iterator[None]:
+    """Let torch use ``n`` CPU threads for the duration; the previous number comes back."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be an int >= 1, got {n!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+
+
+
+
+@contextlib.contextmanager
+def activated(runtime: Runtime) -> Iterator[None]:
+    """Switch on what ``runtime`` asks for (TF32 on CUDA, the thread count on the CPU) for
+    the duration of the block; the previous settings come back afterwards."""
+    tf32_before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    n = runtime.num_threads if runtime.device.type == "cpu" else torch.get_num_threads()
+    try:
+        if runtime.tf32:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        with threads(n):
+            yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32_before
+
+
+def autocast(runtime: Runtime) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` for a reduced-precision runtime, else a no-op context."""
+    if runtime.dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=runtime.device.type, dtype=runtime.dtype)
+
+
+class DeferredInterrupt:
+    """Turn the first SIGINT into a flag checked between steps, so a checkpoint is consistent.
+
+    A second Ctrl-C raises at once. Signal handlers can only be set from the main
+    thread; elsewhere the plain ``KeyboardInterrupt`` path of the loop is used.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+        self._installed = False
+
+    def _handler(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(
+            "\ninterrupt: stopping after this step (Ctrl-C again to abort at once)",
+            file=sys.stderr,
+        )
+
+    def __enter__(self) -> DeferredInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+
+
+__all__ = [
+    "DeferredInterrupt",
+    "Runtime",
+    "activated",
+    "autocast",
+    "available_cpus",
+    "cpu_threads",
+    "plan_runtime",
+    "select_device",
+    "threads",
+]
