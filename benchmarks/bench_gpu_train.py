@@ -32,7 +32,7 @@ one CUDA GPU, on the same tokens (tiny Shakespeare, minitx's character encoding,
 
 Figures, per model (also in ``DIR/results.json``, rewritten after each model):
   val_loss_whole_split  mean cross-entropy (nats/char) over the whole val split in
-                        non-overlapping windows of 256 (``minitx.course.analysis.split_loss``),
+                        non-overlapping windows of 256 (``minitx.train.evaluate.split_loss``),
                         after training, on the GPU in float32 (no autocast, TF32 off), the
                         uncompiled module in eval mode: both models scored the same way
   last_eval_val         the recipe's own last periodic val estimate (random batches)

@@ -15,7 +15,7 @@ eighth of each run at a time), so that a change in the machine's load hits every
 about equally. Each run's wall time is the sum of its own chunks (training plus its
 periodic evaluations, as ``minitx train`` would spend it, and compilation where it
 compiles). After training every model is scored on the whole validation split in
-non-overlapping windows of its own block size (``minitx.course.analysis.split_loss``, not
+non-overlapping windows of its own block size (``minitx.train.evaluate.split_loss``, not
 timed).
 
     python benchmarks/bench_presets.py                 # the full table (about 20 minutes)

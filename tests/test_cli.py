@@ -82,7 +82,7 @@ def test_sample_defaults_to_the_best_shipped_model(capsys):
 
 
 def test_sample_without_a_shipped_model_says_what_to_do(capsys, monkeypatch, tmp_path):
-    from minitx import data
+    from minitx.data import corpus as data
 
     monkeypatch.setattr(data, "_repo_root", lambda: tmp_path)  # a checkout without data/
     code, _, err = run(["sample", "--prompt", "ROMEO:"], capsys)

@@ -81,7 +81,7 @@ class Muon(torch.optim.Muon):
 
     Same constructor, ``param_groups``, state (a ``momentum_buffer`` per matrix) and
     ``state_dict`` as ``torch.optim.Muon``, so either can resume the other's run, and the
-    same updates up to bfloat16 rounding (``tests/test_muon.py``).
+    same updates up to bfloat16 rounding (``tests/train/test_muon.py``).
     """
 
     @torch.no_grad()

@@ -26,8 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
-from minitx import viz
-from minitx.viz.heatmap import HeatmapData, heatmap_data
+from minitx.viz.heatmap import HeatmapData, attention_heatmap, heatmap_data
 
 # (weights (T_q, T_k), query_labels, key_labels) or the same with a mask
 ComputeResult = tuple[Any, ...]
@@ -111,7 +110,7 @@ class AttentionExplorer:
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
         FigureCanvasAgg(self.figure)
         self.ax = self.figure.add_subplot()
-        self.heatmap = viz.attention_heatmap(
+        self.heatmap = attention_heatmap(
             data.weights, data.query_labels, data.key_labels, ax=self.ax, mask=data.mask,
             vmax=vmax, annotate=annotate, title=self._title(self.values),
         )
@@ -234,7 +233,7 @@ class AttentionExplorer:
 
         fig, ax = plt.subplots(figsize=figsize or self.figure.get_size_inches(),
                                layout="constrained")
-        viz.attention_heatmap(
+        attention_heatmap(
             self.weights, self.query_labels, self.key_labels, ax=ax, mask=self.mask,
             vmax=self.image.get_clim()[1], annotate=self.annotate,
             title=self._title(self.values),

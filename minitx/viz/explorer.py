@@ -27,11 +27,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from minitx import viz
 from minitx.data.tokenizer import word_tokenize
 from minitx.nn.masks import MASK_KINDS, causal_mask, mask_of_kind
 from minitx.nn.modes import evaluating
 from minitx.nn.word_attention import embed_tokens, self_attention_weights
+from minitx.viz.arrays import as_numpy
 from minitx.viz.attention_explorer import MAX_TOKENS, AttentionExplorer, ComputeResult
 from minitx.viz.heatmap import heatmap_data, layers_and_heads, visible_label
 
@@ -282,7 +282,7 @@ def explore_gpt(model: Any, tokenizer: Any, prompt: str = "ROMEO:", *, max_token
                 out = model.attention_maps(idx)
             if isinstance(out, (list, tuple)):
                 out = torch.stack([torch.as_tensor(a) for a in out])
-            arr = viz.as_numpy(out, "attention_maps(idx)")
+            arr = as_numpy(out, "attention_maps(idx)")
             T = len(ids)
             if arr.ndim != 5 or arr.shape[1] != 1 or arr.shape[-2:] != (T, T):
                 raise ValueError(

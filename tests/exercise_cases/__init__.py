@@ -1,4 +1,4 @@
-"""Per-notebook exercise cases for the one table-driven test, tests/test_exercise_answers.py.
+"""Per-notebook exercise cases for the one table-driven test, tests/course/test_exercise_answers.py.
 
 Each ``nbNN.py`` here gives ``CASES`` (exercise name -> :class:`Case`) and ``VALUE_CHECKS``,
 functions that check the checkers' expected values against independent computations.

@@ -1,4 +1,4 @@
-"""Exercise cases of notebook 01: see tests/test_exercise_answers.py."""
+"""Exercise cases of notebook 01: see tests/course/test_exercise_answers.py."""
 
 from __future__ import annotations
 

@@ -10,8 +10,11 @@ import torch
 import torch.nn.functional as F
 
 from minitx.course import analysis as A
+from minitx.data.text_stats import longest_verbatim_match, match_lengths, repeated_ngram_fraction
 from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.generation import continuation_log_probs, next_token_probs
 from minitx.nn.gpt import GPT, GPTConfig
+from minitx.train.evaluate import estimate_loss, split_loss
 from minitx.viz.sampling_explorer import SamplingExplorer
 
 
@@ -37,35 +40,35 @@ def tiny():
 
 # ---------------------------------------------------------------- repetition
 def test_repeated_ngram_fraction_by_hand():
-    assert A.repeated_ngram_fraction("abcdef", 2) == 0.0
+    assert repeated_ngram_fraction("abcdef", 2) == 0.0
     # "abababab": 2-grams ab ba ab ba ab ba ab -> 7 in all, 2 distinct
-    assert A.repeated_ngram_fraction("abababab", 2) == pytest.approx(1 - 2 / 7)
-    assert A.repeated_ngram_fraction("aaaa", 1) == pytest.approx(0.75)
-    assert A.repeated_ngram_fraction("abc", 5) == 0.0
+    assert repeated_ngram_fraction("abababab", 2) == pytest.approx(1 - 2 / 7)
+    assert repeated_ngram_fraction("aaaa", 1) == pytest.approx(0.75)
+    assert repeated_ngram_fraction("abc", 5) == 0.0
 
 
 def test_repeated_ngram_fraction_loop_scores_high():
     loop = "the state of " * 20
-    assert A.repeated_ngram_fraction(loop, 10) > 0.9
+    assert repeated_ngram_fraction(loop, 10) > 0.9
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True])
 def test_repeated_ngram_fraction_rejects_bad_n(bad):
     with pytest.raises(ValueError, match="n must be an int >= 1"):
-        A.repeated_ngram_fraction("abc", bad)
+        repeated_ngram_fraction("abc", bad)
 
 
 def test_repeated_ngram_fraction_rejects_non_str():
     with pytest.raises(TypeError, match="text must be a str"):
-        A.repeated_ngram_fraction(["a", "b"], 1)
+        repeated_ngram_fraction(["a", "b"], 1)
 
 
 # ---------------------------------------------------------------- verbatim matches
 def test_match_lengths_by_hand():
     corpus = "the cat sat"
-    assert A.match_lengths("a cat", corpus).tolist() == [1, 4, 3, 2, 1]  # no "a " in corpus
-    assert A.match_lengths("xyz", corpus).tolist() == [0, 0, 0]
-    assert A.match_lengths("", corpus).tolist() == []
+    assert match_lengths("a cat", corpus).tolist() == [1, 4, 3, 2, 1]  # no "a " in corpus
+    assert match_lengths("xyz", corpus).tolist() == [0, 0, 0]
+    assert match_lengths("", corpus).tolist() == []
 
 
 def test_match_lengths_equals_brute_force_on_random_strings():
@@ -73,13 +76,13 @@ def test_match_lengths_equals_brute_force_on_random_strings():
     for _ in range(40):
         corpus = "".join(rng.choice("abc ") for _ in range(rng.randint(0, 60)))
         sample = "".join(rng.choice("abcd ") for _ in range(rng.randint(0, 30)))
-        assert A.match_lengths(sample, corpus).tolist() == brute_match_lengths(sample, corpus)
+        assert match_lengths(sample, corpus).tolist() == brute_match_lengths(sample, corpus)
 
 
 def test_longest_verbatim_match_reports_position_and_text():
     corpus = "To be, or not to be: that is the question"
     sample = "xx not to be: yy"
-    m = A.longest_verbatim_match(sample, corpus)
+    m = longest_verbatim_match(sample, corpus)
     assert m.text == " not to be: "
     assert m.length == len(m.text) == 12
     assert sample[m.sample_start : m.sample_start + m.length] == m.text
@@ -87,20 +90,20 @@ def test_longest_verbatim_match_reports_position_and_text():
 
 
 def test_longest_verbatim_match_of_nothing():
-    m = A.longest_verbatim_match("qqq", "abc")
+    m = longest_verbatim_match("qqq", "abc")
     assert (m.length, m.corpus_start, m.text) == (0, -1, "")
-    assert A.longest_verbatim_match("", "abc").length == 0
+    assert longest_verbatim_match("", "abc").length == 0
 
 
 def test_whole_sample_copied_is_found():
     corpus = "".join(random.Random(1).choice("abcdefg ") for _ in range(2000))
     sample = corpus[500:620]
-    assert A.longest_verbatim_match(sample, corpus).length == 120
+    assert longest_verbatim_match(sample, corpus).length == 120
 
 
 def test_match_lengths_rejects_non_str():
     with pytest.raises(TypeError, match="corpus must be a str"):
-        A.match_lengths("abc", None)
+        match_lengths("abc", None)
 
 
 # ---------------------------------------------------------------- loss
@@ -108,8 +111,8 @@ def test_estimate_loss_is_mean_of_fixed_batches(tiny):
     model, _ = tiny
     data = torch.randint(0, model.config.vocab_size, (500,), generator=torch.Generator()
                          .manual_seed(3))
-    a = A.estimate_loss(model, data, 8, batch_size=4, n_batches=3, seed=5)
-    b = A.estimate_loss(model, data, 8, batch_size=4, n_batches=3, seed=5)
+    a = estimate_loss(model, data, 8, batch_size=4, n_batches=3, seed=5)
+    b = estimate_loss(model, data, 8, batch_size=4, n_batches=3, seed=5)
     assert a == b
     # the same windows, scored by hand
     from minitx.data.batches import random_blocks
@@ -130,7 +133,7 @@ def test_estimate_loss_restores_training_mode(tiny):
     model, _ = tiny
     data = torch.arange(100) % model.config.vocab_size
     model.train()
-    A.estimate_loss(model, data, 8, batch_size=2, n_batches=1)
+    estimate_loss(model, data, 8, batch_size=2, n_batches=1)
     assert model.training
     model.eval()
 
@@ -138,36 +141,36 @@ def test_estimate_loss_restores_training_mode(tiny):
 def test_estimate_loss_rejects_bad_n_batches(tiny):
     model, _ = tiny
     with pytest.raises(ValueError, match="n_batches"):
-        A.estimate_loss(model, torch.arange(50) % 10, 8, n_batches=0)
+        estimate_loss(model, torch.arange(50) % 10, 8, n_batches=0)
 
 
 # ---------------------------------------------------------------- next-token distribution
 def test_next_token_probs_follow_filters(tiny):
     model, tok = tiny
     idx = torch.tensor([tok.encode("abcabc")])
-    p = A.next_token_probs(model, idx)
+    p = next_token_probs(model, idx)
     logits, _ = model(idx)
     assert torch.allclose(p, torch.softmax(logits[0, -1], -1), atol=1e-6)
     assert p.sum().item() == pytest.approx(1.0, abs=1e-6)
-    p3 = A.next_token_probs(model, idx, top_k=3)
+    p3 = next_token_probs(model, idx, top_k=3)
     assert int((p3 > 0).sum()) == 3
     assert set(p3.nonzero().flatten().tolist()) == set(p.topk(3).indices.tolist())
-    cold = A.next_token_probs(model, idx, temperature=0.1)
+    cold = next_token_probs(model, idx, temperature=0.1)
     assert cold.max() > p.max()
 
 
 def test_next_token_probs_crops_to_block_size(tiny):
     model, tok = tiny
     long = torch.tensor([tok.encode("hgfedcba" * 3)])  # 24 > block_size 8
-    p = A.next_token_probs(model, long)
-    q = A.next_token_probs(model, long[:, -8:])
+    p = next_token_probs(model, long)
+    q = next_token_probs(model, long[:, -8:])
     assert torch.equal(p, q)
 
 
 def test_next_token_probs_rejects_batch(tiny):
     model, _ = tiny
     with pytest.raises(ValueError, match=r"\(1, T\)"):
-        A.next_token_probs(model, torch.zeros(2, 3, dtype=torch.long))
+        next_token_probs(model, torch.zeros(2, 3, dtype=torch.long))
 
 
 # ---------------------------------------------------------------- occlusion
@@ -239,7 +242,7 @@ def test_continuation_log_probs_match_step_by_step_scoring(tiny):
     model, tok = tiny
     g = torch.Generator().manual_seed(0)
     out = model.generate(torch.tensor([tok.encode("abc")]), 17, generator=g)  # 20 > block 8
-    lp = A.continuation_log_probs(model, out, 3)
+    lp = continuation_log_probs(model, out, 3)
     assert lp.shape == (17,)
     with torch.no_grad():
         for t in range(3, 20):
@@ -252,23 +255,23 @@ def test_continuation_log_probs_match_step_by_step_scoring(tiny):
 def test_continuation_log_probs_short_sequence(tiny):
     model, tok = tiny
     ids = torch.tensor(tok.encode("abcd"))
-    lp = A.continuation_log_probs(model, ids, 1)
+    lp = continuation_log_probs(model, ids, 1)
     assert lp.shape == (3,)
 
 
 def test_continuation_log_probs_rejects_bad_start(tiny):
     model, tok = tiny
     with pytest.raises(ValueError, match="start"):
-        A.continuation_log_probs(model, torch.tensor(tok.encode("abcd")), 0)
+        continuation_log_probs(model, torch.tensor(tok.encode("abcd")), 0)
     with pytest.raises(TypeError, match="tensor"):
-        A.continuation_log_probs(model, [1, 2, 3], 1)
+        continuation_log_probs(model, [1, 2, 3], 1)
 
 
 @pytest.mark.parametrize("length", [7, 8, 9, 10])
 def test_continuation_log_probs_around_block_size(tiny, length):
     model, tok = tiny
     ids = torch.tensor(tok.encode("abcdefgh\n "[:length]))
-    lp = A.continuation_log_probs(model, ids, 2)
+    lp = continuation_log_probs(model, ids, 2)
     assert lp.shape == (length - 2,)
     with torch.no_grad():
         for t in range(2, length):
@@ -291,10 +294,10 @@ def test_split_loss_scores_every_window_once(tiny):
     expected = total / (25 * 8)
     # batch size must not matter, including a last batch smaller than the others
     for batch_size in (1, 7, 64):
-        assert A.split_loss(model, data, 8, batch_size=batch_size) == pytest.approx(
+        assert split_loss(model, data, 8, batch_size=batch_size) == pytest.approx(
             expected, abs=1e-5)
-    subset = A.split_loss(model, data, 8, max_tokens=80)  # windows 0..9 only
-    assert subset == pytest.approx(A.split_loss(model, data[:81], 8), abs=1e-6)
+    subset = split_loss(model, data, 8, max_tokens=80)  # windows 0..9 only
+    assert subset == pytest.approx(split_loss(model, data[:81], 8), abs=1e-6)
     assert subset != pytest.approx(expected, abs=1e-6)
 
 
@@ -302,9 +305,9 @@ def test_split_loss_restores_mode_and_rejects_bad_input(tiny):
     model, _ = tiny
     data = torch.randint(0, model.config.vocab_size, (100,))
     model.train()
-    A.split_loss(model, data, 8)
+    split_loss(model, data, 8)
     assert model.training
     with pytest.raises(ValueError, match=r"1-D tensor of token ids \(N,\), got \(2, 50\)"):
-        A.split_loss(model, data.view(2, 50), 8)
+        split_loss(model, data.view(2, 50), 8)
     with pytest.raises(ValueError, match="max_tokens must exceed block_size=8, got 8"):
-        A.split_loss(model, data, 8, max_tokens=8)
+        split_loss(model, data, 8, max_tokens=8)

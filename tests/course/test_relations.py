@@ -14,10 +14,17 @@ from minitx.course.relations import (
     ablate_heads,
     head_contributions,
     relation_accuracy,
-    relation_loss,
     relation_scores,
 )
-from minitx.data.relations import BOS, IGNORE, LETTERS, PAIRS, RelationBatch, RelationTask
+from minitx.data.relations import (
+    BOS,
+    IGNORE,
+    LETTERS,
+    PAIRS,
+    RelationBatch,
+    RelationTask,
+    relation_loss,
+)
 from minitx.train.trainer import TrainConfig, Trainer
 
 TASK = RelationTask()

@@ -13,7 +13,7 @@ different pixels on screen. Screenshots, the server log and timings land in
 
 Run it alone with:
 
-    python -m pytest tests/test_browser.py -m browser
+    python -m pytest tests/viz/test_browser.py -m browser
 
 Needs ``/usr/bin/chromium`` (``apt-get install chromium``); Playwright never downloads
 a browser here. Without Chromium the test is skipped, unless ``MINITX_REQUIRE_BROWSER=1``
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "04_self_attention.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
 CHROMIUM = Path("/usr/bin/chromium")

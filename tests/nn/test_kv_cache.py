@@ -14,7 +14,7 @@ from minitx.nn.transformer import TransformerBlock
 
 V = 17
 BLOCK = 8
-CKPT = Path(__file__).resolve().parent.parent / "data" / "minigpt_shakespeare.pt"
+CKPT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare.pt"
 LOGIT_TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 

@@ -21,7 +21,7 @@ from typing import ClassVar
 import pytest
 import torch
 
-from minitx import data
+from minitx.data import corpus as data
 
 BODY = "".join(random.Random(0).choices("abcdefghij klmnop\nQRSTU,.;", k=200_000)).encode()
 SHA = hashlib.sha256(BODY).hexdigest()
@@ -283,7 +283,7 @@ def test_cli_verify_rejects_a_corrupt_file(fixture_corpus, tmp_path, capsys):
 
 def test_cli_subprocess_missing_file_exits_1(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "minitx.data.corpus", "verify", "tinyshakespeare"],
+        [sys.executable, "-m", "minitx.data", "verify", "tinyshakespeare"],
         capture_output=True, text=True, timeout=120,
         env={**_clean_env(), "MINITX_DATA": str(tmp_path)},
     )
@@ -307,7 +307,7 @@ def test_real_corpus_is_verified_and_splits_90_10(shakespeare_available):
     assert (len(train), len(val)) == (1_003_854, 111_540)
     assert train + val == text
     result = subprocess.run(
-        [sys.executable, "-m", "minitx.data.corpus", "verify", "tinyshakespeare"],
+        [sys.executable, "-m", "minitx.data", "verify", "tinyshakespeare"],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr

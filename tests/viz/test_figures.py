@@ -24,7 +24,7 @@ from minitx.course.notebook import (
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 # A tight bounding box may reach a little past the figure (a legend beside the axes).
 MAX_PNG_WIDTH = int(1.1 * MAX_WIDTH_IN * FIGURE_DPI)
 

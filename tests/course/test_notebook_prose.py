@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 HARNESS = re.compile(r"nbval|pytest|stored outputs?|test harness|notebook tests|\bCI\b", re.I)
 MARKER = re.compile(r"^# NBVAL_\w+\s*$")  # the per-cell markers nbval reads may stay

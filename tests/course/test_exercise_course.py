@@ -30,7 +30,7 @@ from minitx.course.teacher import (
     solutions,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_FILES = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
 CHECKED = [n for n in names() if get(n).kind != "think"]
 
