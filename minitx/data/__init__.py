@@ -26,10 +26,11 @@ from minitx.data.corpus import (
     train_val_split,
     verify_file,
 )
-from minitx.data.tokenizer import CharTokenizer, word_tokenize
+from minitx.data.tokenizer import IGNORE_INDEX, CharTokenizer, word_tokenize
 
 __all__ = [
     "CORPORA",
+    "IGNORE_INDEX",
     "SHIPPED_MODELS",
     "BlockBatches",
     "CharTokenizer",

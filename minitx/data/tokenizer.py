@@ -23,6 +23,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 _SHOW = 12  # how many vocabulary entries an error message lists
+
+# The target id that a loss leaves out (padding, positions without an answer): the one value
+# every loss and accuracy of the package uses, PyTorch's default for F.cross_entropy.
+IGNORE_INDEX = -100
 _WORD = re.compile(r"\w+(?:'\w+)*|[^\w\s]")  # a word (with its apostrophes) or one mark
 
 
