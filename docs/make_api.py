@@ -67,7 +67,8 @@ GROUPS = [
         ],
     ),
     ("The encoder-decoder transformer (09)", ["minitx.nn.encoder_decoder"]),
-    ("Pictures (every notebook)", ["minitx.viz.plots", "minitx.viz.heatmap", "minitx.viz.arrays"]),
+    ("Pictures (every notebook)", ["minitx.viz.plots", "minitx.viz.heatmap", "minitx.viz.arrays",
+                                  "minitx.viz.alt_text"]),
     (
         "Exercises and the teacher's tools",
         ["minitx.course.exercises", "minitx.course.exercises.checks", "minitx.course.teacher"],

@@ -1,4 +1,5 @@
-"""The first cell of every notebook: seeds, determinism, print options, figure defaults."""
+"""The first cell of every notebook: seeds, determinism, print options, figure defaults
+(readable on a projector, with alt text)."""
 
 from __future__ import annotations
 
@@ -124,6 +125,26 @@ def _inline_figures() -> None:
     shell = get_ipython()
     if shell is not None and getattr(shell, "kernel", None) is not None:
         shell.run_line_magic("matplotlib", "inline")
+        _figures_with_alt_text(shell)
+
+
+def _figures_with_alt_text(shell) -> None:
+    """Every figure's PNG output carries alt text in its metadata (``image/png`` -> ``alt``),
+    which nbconvert and the course site turn into the image's alt attribute."""
+    from matplotlib.figure import Figure
+
+    from minitx.viz.alt_text import figure_alt_text
+
+    png = shell.display_formatter.formatters["image/png"]
+    render = png.lookup_by_type(Figure)
+    if getattr(render, "adds_alt_text", False):
+        return
+
+    def render_with_alt(fig: Figure) -> tuple[object, dict[str, str]]:
+        return render(fig), {"alt": figure_alt_text(fig)}
+
+    render_with_alt.adds_alt_text = True
+    png.for_type(Figure, render_with_alt)
 
 
 def show_source(obj: object) -> None:

@@ -7,6 +7,7 @@ interactive widgets. Imports :mod:`minitx.nn` and :mod:`minitx.data` only.
     attention_explorer  the widget those explorers are built on
     sampling_explorer   temperature, top-k and top-p on a trained model's next token
     arrays              tensors or arrays in, validated numpy arrays out
+    alt_text            the sentence that describes a figure (every figure's alt text)
 """
 
 from minitx.viz.heatmap import (

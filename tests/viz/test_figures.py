@@ -86,3 +86,16 @@ def test_stored_figures_keep_the_figure_rule(path):
     assert not [b for b in bad if b[1]], bad
     warned = [cell for cell, text in _texts(path) if FIGURE_RULE_WARNING in text]
     assert not warned, f"cells {warned} drew a figure with text under 9 pt or too wide"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_stored_figure_has_alt_text(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    missing = [
+        i
+        for i, c in enumerate(cells)
+        for o in c.get("outputs", [])
+        if "image/png" in o.get("data", {})
+        and not o.get("metadata", {}).get("image/png", {}).get("alt", "").strip()
+    ]
+    assert not missing, f"image outputs without alt text in cells {missing}"
