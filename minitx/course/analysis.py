@@ -10,11 +10,7 @@ from torch import Tensor, nn
 
 from minitx.nn.modes import evaluating, model_device
 
-# ---------------------------------------------------------------- repetition
 
-
-# ---------------------------------------------------------------- what the prediction uses
-@torch.no_grad()
 def occlusion_importance(model: nn.Module, idx: Tensor, replacement: int) -> Tensor:
     """How much each input token matters to the next-token prediction after ``idx`` (1, T).
 

@@ -11,10 +11,13 @@ from torch import Tensor, nn
 
 from minitx.data import dates
 from minitx.data.dates import DateBatch, DateExample
+from minitx.data.tokenizer import IGNORE_INDEX
 from minitx.nn.modes import model_device
 from minitx.nn.seq2seq import Seq2Seq, exact_match
 from minitx.train.runtime import plan_runtime
 from minitx.train.trainer import TrainConfig, Trainer
+
+__all__ = ["DateTask", "train_seq2seq"]
 
 
 class DateTask:
@@ -24,7 +27,7 @@ class DateTask:
     ``window * batch_size`` neighbours in source-length order, trimmed of padding, so
     little of a batch is padding (cheaper steps); ``window=None`` draws from the whole
     split, lengths mixed. ``loss(model, batch)`` is the teacher-forced cross-entropy,
-    padded target positions left out.
+    padded target positions (``IGNORE_INDEX`` in ``tgt_out``) left out.
     """
 
     def __init__(
@@ -48,6 +51,8 @@ class DateTask:
         self.order = {k: torch.argsort(d.src_lengths, stable=True) for k, d in self.splits.items()}
 
     def get_batch(self, split: str, generator: torch.Generator) -> DateBatch:
+        """``batch_size`` examples of ``split`` ('train' or 'val'), cut to their longest
+        source and target: a :class:`minitx.data.dates.DateBatch`."""
         if split not in self.splits:
             raise ValueError(f"no {split!r} examples: the task has {sorted(self.splits)}")
         data, order = self.splits[split], self.order[split]
@@ -57,7 +62,7 @@ class DateTask:
         pick = torch.randperm(size, generator=generator)[: self.batch_size]
         idx = order[first + pick]
         T_in = int(data.src_lengths[idx].max())
-        T_out = int((data.tgt_out[idx] != 0).sum(dim=1).max())  # target + </s>
+        T_out = int((data.tgt_out[idx] != IGNORE_INDEX).sum(dim=1).max())  # target + </s>
         return DateBatch(
             data.src[idx, :T_in], data.src_lengths[idx],
             data.tgt_in[idx, :T_out], data.tgt_out[idx, :T_out],
@@ -65,8 +70,12 @@ class DateTask:
 
     @staticmethod
     def loss(model: nn.Module, batch: DateBatch) -> Tensor:
+        """Mean cross-entropy (a scalar) of ``model(src, src_lengths, tgt_in)``'s logits
+        (B, T_out, V) against ``tgt_out`` (B, T_out), ``IGNORE_INDEX`` positions left out."""
         logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T_out, V)
-        return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0)
+        return F.cross_entropy(
+            logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=IGNORE_INDEX
+        )
 
 
 def train_seq2seq(
@@ -99,8 +108,6 @@ def train_seq2seq(
     Returns the Trainer's history (``step``, ``train_loss``, ``elapsed_s``, ``eval_step``,
     ``val_loss``, ...), plus ``val_acc``, the exact match on ``val`` at each ``eval_step``.
     """
-    from minitx.train.trainer import Trainer
-
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
     schedule_steps = steps if schedule_steps is None else schedule_steps
@@ -130,4 +137,3 @@ def train_seq2seq(
     history = trainer.train()
     model.eval()
     return history
-

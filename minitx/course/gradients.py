@@ -13,6 +13,8 @@ from torch import Tensor, nn
 
 from minitx.nn.rnn import RNN
 
+__all__ = ["gradient_norms_by_distance", "rnn_with_gain", "vanishing_estimate"]
+
 
 def gradient_norms_by_distance(model: nn.Module, x: Tensor) -> Tensor:
     """||d h_T / d x_t|| for each distance T - t = 0, 1, ..., T-1.
@@ -33,8 +35,10 @@ def gradient_norms_by_distance(model: nn.Module, x: Tensor) -> Tensor:
     (J,) = torch.autograd.grad(h_T, x, grad_outputs=rows, is_grads_batched=True)  # (H, B, T, C)
     return J.pow(2).sum((0, 3)).sqrt().mean(0).flip(0)  # (T,), index = distance T - t
 
+
 def vanishing_estimate(n: int | Tensor, slope: float = 0.5, gain: float = 0.9) -> Tensor:
-    """Back-of-envelope gradient factor after ``n`` steps: (slope * gain) ** n.
+    """Back-of-envelope gradient factor after ``n`` steps: (slope * gain) ** n, a float64
+    tensor of ``n``'s shape (0-d for an int).
 
     Each step back multiplies by tanh'(a) (about ``slope``) and by the recurrent weight
     (about ``gain``), so with the defaults the factor is 0.45 ** n.

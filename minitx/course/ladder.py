@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitx.nn import generation
 from minitx.nn.attention import MultiHeadAttention
 from minitx.nn.modes import evaluating
 from minitx.nn.transformer import FeedForward, LayerNorm, LearnedPositions
@@ -129,15 +130,15 @@ class LadderModel(nn.Module):
             loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
         return logits, loss
 
-    @torch.no_grad()
     def generate(self, idx: Tensor, max_new_tokens: int, generator: torch.Generator) -> Tensor:
-        """Sample ``max_new_tokens`` characters after ``idx`` (B, T) (temperature 1)."""
+        """Sample ``max_new_tokens`` characters after ``idx`` (B, T) (temperature 1), with
+        the package's sampler (:func:`minitx.nn.generation.generate`), in eval mode without
+        gradients. Returns (B, T + max_new_tokens) long."""
         with evaluating(self):
-            for _ in range(max_new_tokens):
-                logits, _ = self(idx[:, -self.block_size :])
-                probs = logits[:, -1].softmax(dim=-1)  # (B, V)
-                idx = torch.cat([idx, torch.multinomial(probs, 1, generator=generator)], dim=1)
-        return idx
+            return generation.generate(
+                lambda context: self(context)[0][:, -1],  # (B, V): logits of the next char
+                idx, max_new_tokens, self.block_size, generator=generator,
+            )
 
 
 __all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "ladder_recipe"]

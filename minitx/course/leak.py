@@ -18,13 +18,14 @@ Models follow the GPT interface: ``model(idx (B, T)) -> (logits (B, T, V), loss)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minitx.nn.modes import evaluating
+from minitx.nn.modes import evaluating, model_device
+from minitx.train.evaluate import mean_loss
 
 __all__ = [
     "corpus_words",
@@ -155,14 +156,15 @@ def text_nll(judge: nn.Module, ids: Tensor | list[int], block_size: int | None =
                          f"{tuple(ids.shape)} {ids.dtype}")
     if ids.numel() < 2:
         raise ValueError(f"ids needs at least 2 tokens to score one, got {ids.numel()}")
-    ids = ids.long()
-    total, count = 0.0, 0
-    with evaluating(judge):
-        # Non-overlapping windows: x = ids[s : s+T], y = ids[s+1 : s+T+1].
+    ids = ids.long().to(model_device(judge))
+
+    def windows() -> Iterator[tuple[Tensor, Tensor]]:
+        # Non-overlapping windows: x = ids[s : s+T], y = ids[s+1 : s+T+1], (t,) each.
         for start in range(0, ids.numel() - 1, block_size):
             y = ids[start + 1 : start + 1 + block_size]
-            x = ids[start : start + y.numel()]
-            logits = _logits(judge, x[None])[0]  # (t, V)
-            total += F.cross_entropy(logits, y, reduction="sum").item()
-            count += y.numel()
-    return total / count
+            yield ids[start : start + y.numel()], y
+
+    def window_nll(model: nn.Module, xy: tuple[Tensor, Tensor]) -> Tensor:
+        return F.cross_entropy(_logits(model, xy[0][None])[0], xy[1])  # (t, V) logits
+
+    return mean_loss(judge, windows(), window_nll, weight=lambda xy: xy[1].numel())

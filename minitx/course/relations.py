@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minitx.data.relations import IGNORE, RelationBatch, RelationOutput, RelationTask
+from minitx.data import IGNORE_INDEX
+from minitx.data.relations import RelationBatch, RelationOutput, RelationTask
 from minitx.nn.attention import MultiHeadAttention
 from minitx.nn.modes import evaluating
 from minitx.train.trainer import accuracy
@@ -85,7 +85,6 @@ class RelationNet(nn.Module):
             raise ValueError(f"expected sequences of length {self.seq_len}, got {x.size(1)}")
         return x.size(1)
 
-    @torch.no_grad()
     def attention_maps(self, x: Tensor) -> Tensor:
         """Attention weights of every layer and head, in eval mode without gradients.
 
@@ -97,17 +96,14 @@ class RelationNet(nn.Module):
         return weights[:, 0] if single else weights
 
 
-
-
 def relation_accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
-    """:func:`minitx.train.trainer.accuracy` of each read-out on ``batch``, dropout off:
-    ``{"previous": ..., "partner": ...}`` (positions marked ``IGNORE`` left out)."""
-
+    """:func:`minitx.train.evaluate.accuracy` of each read-out on ``batch``, dropout off:
+    ``{"previous": ..., "partner": ...}`` (positions marked ``IGNORE_INDEX`` left out)."""
     with evaluating(model):
         out = model(batch.x)
     return {
-        "previous": accuracy(out.prev_logits, batch.prev, ignore_index=IGNORE),
-        "partner": accuracy(out.partner_logits, batch.partner, ignore_index=IGNORE),
+        "previous": accuracy(out.prev_logits, batch.prev, ignore_index=IGNORE_INDEX),
+        "partner": accuracy(out.partner_logits, batch.partner, ignore_index=IGNORE_INDEX),
     }
 
 
@@ -127,7 +123,7 @@ def relation_scores(weights: Tensor, batch: RelationBatch) -> RelationScores:
         )
     t = torch.arange(1, T)
     previous = weights[:, :, :, t, t - 1].mean(dim=(1, 3))  # (L, H)
-    b, q = (batch.partner != IGNORE).nonzero(as_tuple=True)
+    b, q = (batch.partner != IGNORE_INDEX).nonzero(as_tuple=True)
     on_partner = weights[:, b, :, q, batch.partner[b, q]]  # (N, L, H): indexed dims go first
     return RelationScores(previous, on_partner.mean(dim=0))
 
@@ -153,7 +149,6 @@ def ablate_heads(model: RelationNet, heads: Iterable[tuple[int, int]]) -> Relati
     return ablated
 
 
-@torch.no_grad()
 def head_contributions(model: RelationNet, x: Tensor) -> Tensor:
     """What each head adds to the residual stream: (B, L, H, T, d_model).
 
@@ -162,23 +157,24 @@ def head_contributions(model: RelationNet, x: Tensor) -> Tensor:
     columns and summing. So, per layer, the H contributions plus ``out_proj.bias`` add
     up to the layer's output. Eval mode, no gradients.
     """
-    was_training = model.training
-    model.eval()
-    try:
-        B, T = x.size()
+    T = x.size(1)
+    per_layer = []
+    with evaluating(model):
         h = model.tok_emb(x) + model.pos_emb(torch.arange(T, device=x.device))  # (B, T, C)
-        per_layer = []
         for attn in model.layers:
             a, w = attn(h, need_weights=True)  # w: (B, H, T, T)
-            C = attn.d_model
-            b_v = None if attn.in_proj.bias is None else attn.in_proj.bias[2 * C :]
-            v = F.linear(h, attn.in_proj.weight[2 * C :], b_v)  # rows 2C..3C of in_proj = W_V
-            v = v.view(B, T, attn.n_heads, attn.d_head).transpose(1, 2)  # (B, H, T, hs)
-            z = w @ v  # (B, H, T, hs)
+            z = w @ attn.project(h, "v")  # (B, H, T, hs): each head's weighted values
             w_o = attn.out_proj.weight.view(-1, attn.n_heads, attn.d_head)  # (C, H, hs)
             per_layer.append(torch.einsum("bhtd,chd->bhtc", z, w_o))  # (B, H, T, C)
             h = h + a
-    finally:
-        model.train(was_training)
     return torch.stack(per_layer, dim=1)  # (B, L, H, T, C)
 
+
+__all__ = [
+    "RelationNet",
+    "RelationScores",
+    "ablate_heads",
+    "head_contributions",
+    "relation_accuracy",
+    "relation_scores",
+]

@@ -1,7 +1,7 @@
 """Data, the bottom of the package: it imports nothing else of minitx.
 
     corpus      the corpora: checksum-verified download, cache, train/val split
-    tokenizer   the character tokenizer (and a word splitter for notebook 04)
+    tokenizer   the one character vocabulary (CharTokenizer), IGNORE_INDEX, a word splitter
     sequences   padding, truncation, bag of words, fixed windows (notebook 01)
     batches     random and sequential (B, T) windows of a token tensor
     text_stats  repetition and verbatim copying in generated text

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
+__all__ = ["SPLITS", "BlockBatches", "random_blocks", "sequential_blocks"]
+
 SPLITS = ("train", "val")
 
 
@@ -33,6 +35,29 @@ def _check_tokens(data: Tensor, block_size: int, name: str = "data") -> None:
         raise ValueError(
             f"{name} has {data.numel()} tokens; a block of {block_size} needs at least "
             f"{block_size + 1} (inputs plus the shifted targets)"
+        )
+
+
+def _check_ids(data: Tensor, name: str, vocab_size: int | None) -> None:
+    """Once per tensor, not per batch: ``data`` (N,) must be int64 ids in 0 .. vocab_size - 1
+    (only >= 0 when ``vocab_size`` is None). One min/max pass over the data."""
+    if data.dtype != torch.long:
+        raise TypeError(
+            f"{name} must hold int64 token ids (torch.long), got dtype {data.dtype}; "
+            f"convert it with {name}.long()"
+        )
+    lo, hi = (int(v) for v in torch.aminmax(data))
+    if lo < 0:
+        where = int((data < 0).nonzero()[0, 0])
+        raise ValueError(
+            f"{name} holds the negative token id {lo} (the first negative id is at position "
+            f"{where}); token ids are 0 .. vocab_size - 1"
+        )
+    if vocab_size is not None and hi >= vocab_size:
+        where = int((data >= vocab_size).nonzero()[0, 0])
+        raise ValueError(
+            f"{name} holds the token id {hi} (the first out-of-range id is at position "
+            f"{where}), but vocab_size is {vocab_size}: ids must lie in 0 .. {vocab_size - 1}"
         )
 
 
@@ -90,12 +115,18 @@ class BlockBatches:
     knows nothing about models. Batches are moved to ``device`` (pinned and copied
     asynchronously on CUDA).
 
+    The token ids are checked once, here, rather than by the model at every step (a check
+    in the forward pass would wait for the GPU): both tensors must be 1-D int64 ids >= 0,
+    and below ``vocab_size`` when it is given.
+
     Args:
-        train: (N_train,) token ids.
-        val: (N_val,) token ids.
+        train: (N_train,) int64 token ids.
+        val: (N_val,) int64 token ids.
         block_size: T.
         batch_size: B.
         device: where the batches go.
+        vocab_size: the model's vocabulary size; every id must be below it (None: only
+            checks that no id is negative).
     """
 
     def __init__(
@@ -105,15 +136,23 @@ class BlockBatches:
         block_size: int,
         batch_size: int,
         device: torch.device | str = "cpu",
+        vocab_size: int | None = None,
     ) -> None:
         _check_tokens(train, block_size, "train")
         _check_tokens(val, block_size, "val")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if vocab_size is not None and (
+            not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1
+        ):
+            raise ValueError(f"vocab_size must be None or a positive int, got {vocab_size!r}")
         # Sampling indexes on the CPU; the generator is a CPU generator.
         self.data = {"train": train.cpu(), "val": val.cpu()}
+        for split, data in self.data.items():
+            _check_ids(data, split, vocab_size)
         self.block_size = block_size
         self.batch_size = batch_size
+        self.vocab_size = vocab_size
         self.device = torch.device(device)
 
     def __call__(

@@ -14,8 +14,11 @@ Rules that make every source unambiguous:
 - filler words never contain a digit or a month name, so they carry no information.
 
 Everything is generated from a seed, so the same seed gives the same data on any machine.
-Sources and targets are read one character at a time; :class:`CharVocab` maps
-characters to ids and back, and :func:`make_batch` pads a list of examples into tensors.
+Sources and targets are read one character at a time: :data:`SOURCE_VOCAB` and
+:data:`TARGET_VOCAB` (two :class:`minitx.data.tokenizer.CharTokenizer`) map characters to
+ids and back, and :func:`make_batch` pads a list of examples into tensors. The task is data
+only: the models that learn it are in :mod:`minitx.nn.seq2seq` and
+:mod:`minitx.nn.encoder_decoder`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,32 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from minitx.data.tokenizer import IGNORE_INDEX, CharTokenizer
+
+__all__ = [
+    "BOS_ID",
+    "DATE_SEPARATOR",
+    "EOS_ID",
+    "FILLER_POSITIONS",
+    "FILLER_WORDS",
+    "FIRST_DATE",
+    "FORMATS",
+    "LAST_DATE",
+    "MONTHS",
+    "SOURCE_VOCAB",
+    "TARGET_VOCAB",
+    "WEEKDAYS",
+    "DateBatch",
+    "DateExample",
+    "batches",
+    "format_date",
+    "generate",
+    "make_batch",
+    "make_example",
+    "random_date",
+    "target_length",
+]
 
 MONTHS = (
     "january", "february", "march", "april", "may", "june",
@@ -255,99 +284,25 @@ def generate(
     return examples
 
 
-class CharVocab:
-    """Characters <-> ids. Id 0 is padding; ``specials`` (e.g. "<s>") come next.
-
-    >>> v = CharVocab("ab", specials=("<s>",))
-    >>> v.encode("ba"), v.decode([3, 2])
-    ([3, 2], 'ba')
-    """
-
-    PAD = "<pad>"
-
-    def __init__(self, chars: str, specials: Sequence[str] = ()) -> None:
-        if len(set(chars)) != len(chars):
-            raise ValueError(f"chars must be distinct, got {chars!r}")
-        self.itos: list[str] = [self.PAD, *specials, *chars]
-        self.stoi = {s: i for i, s in enumerate(self.itos)}
-        self.pad_id = 0
-        self.chars = chars
-        self._char_set = frozenset(chars)
-
-    def __len__(self) -> int:
-        return len(self.itos)
-
-    @property
-    def n_special(self) -> int:
-        """How many ids (padding included) stand for special symbols, not characters."""
-        return len(self.itos) - len(self.chars)
-
-    def __repr__(self) -> str:
-        specials = self.itos[: self.n_special]
-        return f"CharVocab({len(self)} symbols: {specials} + {self.chars!r})"
-
-    def id(self, symbol: str) -> int:
-        """The id of one character or special symbol."""
-        if symbol not in self.stoi:
-            raise ValueError(f"{symbol!r} is not in the vocabulary ({self.chars!r} + specials)")
-        return self.stoi[symbol]
-
-    def encode(self, text: str) -> list[int]:
-        """Ids of the characters of ``text``; ValueError on a character outside the vocabulary."""
-        if not isinstance(text, str):
-            raise TypeError(f"encode expects a str, got {type(text).__name__}")
-        bad = sorted({c for c in text if c not in self._char_set})
-        if bad:
-            raise ValueError(
-                f"characters {bad} of {text!r} are not in the vocabulary {self.chars!r}"
-            )
-        return [self.stoi[c] for c in text]
-
-    def decode(self, ids: Sequence[int] | Tensor) -> str:
-        """The characters of ``ids``, skipping padding and special symbols."""
-        if isinstance(ids, Tensor):
-            if ids.dim() != 1:
-                raise ValueError(
-                    f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}"
-                )
-            ids = ids.tolist()
-        n_special = self.n_special
-        out = []
-        for i in ids:
-            if not 0 <= i < len(self):
-                raise ValueError(f"id {i} is outside the vocabulary of size {len(self)}")
-            if i >= n_special:
-                out.append(self.itos[i])
-        return "".join(out)
-
-    def encode_batch(self, texts: Sequence[str], T: int | None = None) -> tuple[Tensor, Tensor]:
-        """Right-padded ids (B, T) and lengths (B,); T defaults to the longest text."""
-        if isinstance(texts, str) or len(texts) == 0:
-            raise ValueError("encode_batch expects a non-empty list of strings")
-        encoded = [self.encode(t) for t in texts]
-        lengths = torch.tensor([len(e) for e in encoded])
-        T = int(lengths.max()) if T is None else T
-        if lengths.max() > T:
-            raise ValueError(f"longest text has {int(lengths.max())} characters, more than T={T}")
-        padded = [e + [self.pad_id] * (T - len(e)) for e in encoded]
-        ids = torch.tensor(padded, dtype=torch.long).view(len(texts), T)
-        return ids, lengths
-
-
-SOURCE_VOCAB = CharVocab(" ,./;0123456789abcdefghijklmnopqrstuvwxyz")
-TARGET_VOCAB = CharVocab(" -0123456789", specials=("<s>", "</s>"))
+# The vocabularies of the task: padding (id 0) then the characters; the target's also holds
+# the decoder's start and end symbols, ids 1 and 2.
+SOURCE_VOCAB = CharTokenizer(" ,./;0123456789abcdefghijklmnopqrstuvwxyz",
+                             specials=(CharTokenizer.PAD,))
+TARGET_VOCAB = CharTokenizer(" -0123456789", specials=(CharTokenizer.PAD, "<s>", "</s>"))
 BOS_ID = TARGET_VOCAB.id("<s>")
 EOS_ID = TARGET_VOCAB.id("</s>")
 
 
 @dataclass
 class DateBatch:
-    """Tensors for one batch (padding id 0 everywhere).
+    """Tensors for one batch of B examples; T_out = 1 + the longest target.
 
-    src (B, T_in) right-padded source ids; src_lengths (B,);
-    tgt_in (B, T_out) = <s> + target (what the decoder is fed, teacher forcing);
-    tgt_out (B, T_out) = target + </s> (what it must predict).
-    T_out = 1 + the longest target.
+    src (B, T_in) source ids, right-padded with the pad id 0; src_lengths (B,);
+    tgt_in (B, T_out) = <s> + target, right-padded with 0 (what the decoder is fed,
+    teacher forcing); tgt_out (B, T_out) = target + </s> (what it must predict),
+    right-padded with ``IGNORE_INDEX`` (-100), the target id every loss leaves out.
+    ``tgt_out[b, t]`` is the id that follows ``tgt_in[b, t]``; ``tgt_out != IGNORE_INDEX``
+    marks the positions that count.
     """
 
     src: Tensor
@@ -357,16 +312,16 @@ class DateBatch:
 
 
 def make_batch(examples: Sequence[DateExample]) -> DateBatch:
-    """Pad a list of examples into a :class:`DateBatch`."""
+    """Pad a list of B examples into a :class:`DateBatch` (shapes there)."""
     if len(examples) == 0:
         raise ValueError("make_batch expects a non-empty list of DateExample")
     src, lengths = SOURCE_VOCAB.encode_batch([e.source for e in examples])
-    tgt, tgt_lengths = TARGET_VOCAB.encode_batch([e.target for e in examples])
-    B = tgt.size(0)
-    pad = torch.zeros(B, 1, dtype=torch.long)
+    tgt, tgt_lengths = TARGET_VOCAB.encode_batch([e.target for e in examples])  # (B, T), (B,)
+    B, T_out = tgt.size(0), tgt.size(1) + 1
     tgt_in = torch.cat([torch.full((B, 1), BOS_ID, dtype=torch.long), tgt], dim=1)
-    tgt_out = torch.cat([tgt, pad], dim=1)
+    tgt_out = torch.cat([tgt, torch.zeros(B, 1, dtype=torch.long)], dim=1)  # (B, T_out)
     tgt_out[torch.arange(B), tgt_lengths] = EOS_ID
+    tgt_out[torch.arange(T_out)[None, :] > tgt_lengths[:, None]] = IGNORE_INDEX
     return DateBatch(src, lengths, tgt_in, tgt_out)
 
 

@@ -6,9 +6,9 @@ reads left to right must carry ``s`` for ``gap + 1`` steps, so ``gap`` dials how
 the memory has to be. Vocabulary: symbols ``0 .. n_symbols-1``, distractors next, the
 query token last.
 
-``RecallClassifier`` is the many-to-one model of notebook 02: one-hot tokens, a
-recurrent layer from ``minitx.nn.rnn``, a linear read-out of the last hidden state.
-``RecallTask`` supplies its batches and loss to ``minitx.train.trainer.Trainer``.
+The task is data only: ``RecallTask`` supplies batches and a loss to
+``minitx.train.trainer.Trainer``; the model that learns it, the many-to-one
+``RecallClassifier`` of notebook 02, is in ``minitx.nn.rnn``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+__all__ = ["RecallTask", "make_recall_data", "vocab_size"]
 
 
 def vocab_size(n_symbols: int = 4, n_distractors: int = 4) -> int:
@@ -43,8 +45,6 @@ def make_recall_data(
     distractors = torch.randint(n_symbols, n_symbols + n_distractors, (n, gap), generator=g)
     query = torch.full((n, 1), n_symbols + n_distractors)
     return torch.cat([y[:, None], distractors, query], dim=1), y
-
-
 
 
 @dataclass(frozen=True)
@@ -73,13 +73,14 @@ class RecallTask:
         return vocab_size(self.n_symbols, self.n_distractors)
 
     def get_batch(self, split: str, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        """x (batch_size, gap + 2) tokens and y (batch_size,) answers, fresh each call."""
+        """x (batch_size, gap + 2) tokens and y (batch_size,) answers, fresh each call
+        (``split`` is ignored: every batch is new data)."""
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         return make_recall_data(self.batch_size, self.gap, n_symbols=self.n_symbols,
                                 n_distractors=self.n_distractors, seed=seed)
 
     @staticmethod
     def loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-        """Cross-entropy of ``model(x)`` (B, K) against the answers y (B,)."""
+        """Cross-entropy (a scalar) of ``model(x)`` (B, K) against the answers y (B,)."""
         x, y = batch
         return F.cross_entropy(model(x), y)

@@ -9,14 +9,16 @@ At every position the model answers two questions at once:
 
 - **previous**: which token stands just before me? (every position but the first)
 - **partner**: where is my partner? (delimiters only: ``)`` points at its ``(`` and
-  ``(`` at its ``)``; letters and ``^`` have no answer, marked ``IGNORE``)
+  ``(`` at its ``)``; letters and ``^`` have no answer, marked ``IGNORE_INDEX``)
 
 The first is a relation between *positions* (always one step back), the second a relation
 between *contents* (the other delimiter of the same kind, wherever it is). A model with
 several heads can give each relation its own head.
 
-Everything is generated from a seed: the same seed gives the same data. The model that
-learns the task, and the measurements of its heads, are in :mod:`minitx.course.relations`.
+Every token is one character, read by :meth:`RelationTask.encode` with a
+:class:`minitx.data.tokenizer.CharTokenizer`. Everything is generated from a seed: the same
+seed gives the same data. The model that learns the task, and the measurements of its
+heads, are in :mod:`minitx.course.relations`.
 """
 
 from __future__ import annotations
@@ -30,26 +32,33 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitx.data.tokenizer import IGNORE_INDEX, CharTokenizer
+
+__all__ = [
+    "BOS",
+    "LETTERS",
+    "PAIRS",
+    "RelationBatch",
+    "RelationOutput",
+    "RelationTask",
+    "relation_loss",
+]
+
 BOS = "^"
 LETTERS = "abcdefgh"
 PAIRS = ("()", "[]", "{}", "<>")
-IGNORE = -100  # target of positions without an answer (ignored by the loss)
 
 
 class RelationBatch(NamedTuple):
     """Token ids and both targets, each a long tensor (B, T).
 
-    ``prev[b, t] = x[b, t-1]`` (``IGNORE`` at t = 0); ``partner[b, t]`` is the position of
-    the delimiter matching ``x[b, t]`` (``IGNORE`` on ``^`` and letters).
+    ``prev[b, t] = x[b, t-1]`` (``IGNORE_INDEX`` at t = 0); ``partner[b, t]`` is the
+    position of the delimiter matching ``x[b, t]`` (``IGNORE_INDEX`` on ``^`` and letters).
     """
 
     x: Tensor
     prev: Tensor
     partner: Tensor
-
-
-
-
 
 
 class RelationOutput(NamedTuple):
@@ -65,13 +74,25 @@ class RelationOutput(NamedTuple):
 
 
 def relation_loss(out: RelationOutput, batch: RelationBatch) -> Tensor:
-    """Sum of the two cross-entropies (positions marked ``IGNORE`` left out)."""
+    """Sum of the two cross-entropies, a scalar (positions marked ``IGNORE_INDEX`` left out).
+
+    ``out.prev_logits`` (B, T, V) against ``batch.prev`` (B, T), ``out.partner_logits``
+    (B, T, T) against ``batch.partner`` (B, T).
+    """
     prev = F.cross_entropy(out.prev_logits.flatten(0, 1), batch.prev.flatten(),
-                           ignore_index=IGNORE)
+                           ignore_index=IGNORE_INDEX)
     partner = F.cross_entropy(out.partner_logits.flatten(0, 1), batch.partner.flatten(),
-                              ignore_index=IGNORE)
+                              ignore_index=IGNORE_INDEX)
     return prev + partner
 
+
+@functools.cache
+def _tokenizer(n_letters: int) -> CharTokenizer:
+    """The vocabulary of a task with ``n_letters`` letters: ``^``, the letters, the
+    openers, the closers (one character each, no special symbols)."""
+    openers = [p[0] for p in PAIRS]
+    closers = [p[1] for p in PAIRS]
+    return CharTokenizer([BOS, *LETTERS[:n_letters], *openers, *closers])
 
 
 @dataclass(frozen=True)
@@ -107,38 +128,39 @@ class RelationTask:
 
     # -- vocabulary ---------------------------------------------------------------------
     @property
+    def tokenizer(self) -> CharTokenizer:
+        """The task's vocabulary: ``^``, the letters, the openers, the closers."""
+        return _tokenizer(self.n_letters)
+
+    @property
     def itos(self) -> tuple[str, ...]:
         """Id -> token: ``^``, the letters, the openers, the closers."""
-        openers = tuple(p[0] for p in PAIRS)
-        closers = tuple(p[1] for p in PAIRS)
-        return (BOS, *LETTERS[: self.n_letters], *openers, *closers)
+        return self.tokenizer.itos
 
     @property
     def stoi(self) -> dict[str, int]:
-        """Token -> id."""
-        return {s: i for i, s in enumerate(self.itos)}
+        """Token -> id (a copy)."""
+        return self.tokenizer.stoi
 
     @property
     def vocab_size(self) -> int:
-        return len(self.itos)
+        """Number of tokens: ``^``, ``n_letters`` letters, the openers and closers."""
+        return self.tokenizer.vocab_size
 
     def encode(self, text: str) -> Tensor:
         """``"^ab(c)..."`` (one character per token, spaces ignored) -> long tensor (T,)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        stoi = self.stoi
-        chars = [c for c in text if not c.isspace()]
-        unknown = sorted({c for c in chars if c not in stoi})
-        if unknown:
-            raise ValueError(f"unknown tokens {unknown}; the vocabulary is {''.join(self.itos)}")
-        return torch.tensor([stoi[c] for c in chars], dtype=torch.long)
+        chars = "".join(c for c in text if not c.isspace())
+        try:
+            ids = self.tokenizer.encode(chars)
+        except ValueError as e:
+            raise ValueError(f"unknown tokens in {text!r}: {e}") from None
+        return torch.tensor(ids, dtype=torch.long)
 
     def decode(self, ids: Tensor | Sequence[int]) -> str:
         """Long tensor or list of ids (T,) -> string of T characters."""
-        ids = torch.as_tensor(ids)
-        if ids.dim() != 1:
-            raise ValueError(f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
-        return "".join(self.itos[i] for i in ids.tolist())
+        return self.tokenizer.decode(torch.as_tensor(ids))
 
     # -- targets ------------------------------------------------------------------------
     def targets(self, x: Tensor) -> tuple[Tensor, Tensor]:
@@ -153,12 +175,12 @@ class RelationTask:
                 f"x must be a long tensor (B, T), got "
                 f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}"
             )
-        prev = torch.full_like(x, IGNORE)
+        prev = torch.full_like(x, IGNORE_INDEX)
         prev[:, 1:] = x[:, :-1]
         itos, stoi = self.itos, self.stoi
         opener_of = {stoi[p[1]]: stoi[p[0]] for p in PAIRS}
         openers = set(opener_of.values())
-        partner = torch.full_like(x, IGNORE)
+        partner = torch.full_like(x, IGNORE_INDEX)
         for b, row in enumerate(x.tolist()):
             stack: list[int] = []
             for t, tok in enumerate(row):
@@ -213,9 +235,9 @@ class RelationTask:
         # Partner: the other slot holding the same pair j.
         same = (pair[:, :, None] == pair[:, None, :]) & ~torch.eye(2 * M, dtype=torch.bool)
         other = same.float().argmax(dim=-1)  # (n, 2M) index of the partner slot
-        partner = torch.full_like(x, IGNORE)
+        partner = torch.full_like(x, IGNORE_INDEX)
         partner[rows[used], slots[used]] = slots.gather(1, other)[used]
-        prev = torch.full_like(x, IGNORE)
+        prev = torch.full_like(x, IGNORE_INDEX)
         prev[:, 1:] = x[:, :-1]
         return RelationBatch(x, prev, partner)
 
@@ -276,15 +298,3 @@ def _bracket_words(max_pairs: int) -> tuple[Tensor, Tensor, tuple[int, ...]]:
             pairs.append(pair + [-1] * pad)
             closes.append(close + [False] * pad)
     return torch.tensor(pairs), torch.tensor(closes), tuple(counts)
-
-
-
-
-
-
-
-
-
-
-
-

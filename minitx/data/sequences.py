@@ -15,6 +15,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
+__all__ = [
+    "CAT_SENTENCE",
+    "PaddingStats",
+    "bag_of_words",
+    "build_vocab",
+    "context_window",
+    "corpus_padding_waste",
+    "line_lengths",
+    "pad_batch",
+    "padding_stats",
+    "plot_padded_batch",
+    "token_distance",
+]
+
 CAT_SENTENCE = (
     "The cat, which had been sleeping on the warm windowsill all afternoon while the rain "
     "poured outside, finally woke up."
@@ -22,7 +36,8 @@ CAT_SENTENCE = (
 
 
 def build_vocab(tokens: Sequence[str]) -> dict[str, int]:
-    """Token -> id for the sorted distinct tokens."""
+    """Token -> id for the sorted distinct tokens: a *word* vocabulary, for
+    :func:`bag_of_words` (characters have :class:`minitx.data.tokenizer.CharTokenizer`)."""
     return {t: i for i, t in enumerate(sorted(set(tokens)))}
 
 
@@ -82,12 +97,10 @@ def pad_batch(
     T = longest if max_len is None else max_len
     if T < 1:
         raise ValueError(f"padded length must be >= 1, got {T} (max_len={max_len!r})")
-    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)  # (B, T)
-    lengths = torch.zeros(len(seqs), dtype=torch.long)
-    for b, s in enumerate(seqs):
-        kept = list(s[:T])
-        ids[b, : len(kept)] = torch.as_tensor(kept, dtype=torch.long)
-        lengths[b] = len(kept)
+    kept = [s[:T].tolist() if hasattr(s, "tolist") else list(s[:T]) for s in seqs]
+    rows = [k + [pad_id] * (T - len(k)) for k in kept]
+    ids = torch.tensor(rows, dtype=torch.long).view(len(seqs), T)  # (B, T)
+    lengths = torch.tensor([len(k) for k in kept], dtype=torch.long)  # (B,)
     return ids, lengths
 
 

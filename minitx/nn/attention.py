@@ -19,6 +19,25 @@ from minitx.nn.masks import causal_mask, check_mask
 from minitx.nn.weights import copy_weights
 
 
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """(B, T, C) -> (B, n_heads, T, C // n_heads): head h gets features h*hs to (h+1)*hs - 1.
+
+    A view, no copy: ``view`` cuts each position's C features into n_heads groups of hs,
+    ``transpose`` brings the head dimension forward so that every head attends on its own.
+    """
+    B, T, C = x.size()
+    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)  # (B, nh, T, hs)
+
+
+def merge_heads(y: Tensor) -> Tensor:
+    """(B, nh, T, hs) -> (B, T, nh * hs): the heads side by side again (undoes split_heads).
+
+    ``contiguous`` is needed because ``transpose`` only changes the strides.
+    """
+    B, nh, T, hs = y.size()
+    return y.transpose(1, 2).contiguous().view(B, T, nh * hs)  # (B, T, C)
+
+
 def masked_softmax(scores: Tensor, mask: Tensor | None = None, dim: int = -1) -> Tensor:
     """Softmax over ``dim`` that ignores blocked entries.
 
@@ -62,9 +81,8 @@ def scaled_dot_product_attention(
     return weights @ value, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-def _check_attention_inputs(
-    q: Tensor, k: Tensor, v: Tensor, dropout_p: float, temperature: float
-) -> None:
+def _check_attention_inputs(q: Tensor, k: Tensor, v: Tensor, dropout_p: float,
+                            temperature: float) -> None:
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
             f"query, key, value need at least 2 dims (..., T, d); got {tuple(q.shape)}, "
@@ -228,60 +246,48 @@ class MultiHeadAttention(nn.Module):
         self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        if key is query and value is query:
-            return self.in_proj(query).split(self.d_model, dim=-1)
-        w_q, w_k, w_v = self.in_proj.weight.split(self.d_model)
-        b_q = b_k = b_v = None
-        if self.in_proj.bias is not None:
-            b_q, b_k, b_v = self.in_proj.bias.split(self.d_model)
-        return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+    def project(self, x: Tensor, part: str) -> Tensor:
+        """x (B, T, d_model) times one of W_Q, W_K, W_V (``part`` 'q', 'k' or 'v'), split
+        into heads: (B, h, T, d_head). Cross-attention projects its two sequences so."""
+        if part not in ("q", "k", "v"):
+            raise ValueError(f"part must be 'q', 'k' or 'v', got {part!r}")
+        rows = slice("qkv".index(part) * self.d_model, ("qkv".index(part) + 1) * self.d_model)
+        bias = None if self.in_proj.bias is None else self.in_proj.bias[rows]
+        return split_heads(F.linear(x, self.in_proj.weight[rows], bias), self.n_heads)
 
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor | None = None,
-        value: Tensor | None = None,
-        mask: Tensor | None = None,
-        need_weights: bool = False,
-        is_causal: bool = False,
-        key_padding_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
+    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """q, k, v, each (B, h, T, d_head): one matmul for self-attention, three otherwise."""
+        if key is query and value is query:
+            qkv = self.in_proj(query).split(self.d_model, dim=-1)  # 3 x (B, T, d_model)
+            return tuple(split_heads(t, self.n_heads) for t in qkv)
+        return self.project(query, "q"), self.project(key, "k"), self.project(value, "v")
+
+    def forward(self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None,
+                mask: Tensor | None = None, need_weights: bool = False, is_causal: bool = False,
+                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         key = query if key is None else key
         value = key if value is None else value
         mask, is_causal = self._combined_mask(query, key, value, mask, key_padding_mask, is_causal)
-        B, T_q, _ = query.size()
-        T_k = key.size(1)
-
-        q, k, v = self._project(query, key, value)
-        q = q.view(B, T_q, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_q, d_head)
-        k = k.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
-        v = v.view(B, T_k, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T_k, d_head)
+        q, k, v = self._project(query, key, value)  # (B, h, T_q or T_k, d_head)
         dropout_p = self.dropout if self.training else 0.0
 
         if need_weights or (mask is not None and not bool(mask.any(dim=-1).all())):
             # Explicit path: weights asked for, or a row with nothing to attend to
             # (the fused kernel would give NaN there, ours gives zeros).
             if is_causal:
-                mask = causal_mask(T_q, device=query.device)
+                mask = causal_mask(q.size(2), device=query.device)
             y, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
         else:
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
             )
             weights = None
-        y = y.transpose(1, 2).contiguous().view(B, T_q, self.d_model)  # (B, T_q, d_model)
+        y = merge_heads(y)  # (B, T_q, d_model)
         return self.out_proj(y), (weights if need_weights else None)
 
-    def _combined_mask(
-        self,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        mask: Tensor | None,
-        key_padding_mask: Tensor | None,
-        is_causal: bool,
-    ) -> tuple[Tensor | None, bool]:
+    def _combined_mask(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+                       key_padding_mask: Tensor | None, is_causal: bool,
+                       ) -> tuple[Tensor | None, bool]:
         """Check the inputs; return one boolean mask (B or 1, h or 1, T_q, T_k) or None,
         and whether the causal mask is still to be applied by the kernel."""
         for name, t in (("query", query), ("key", key), ("value", value)):
@@ -318,9 +324,8 @@ class MultiHeadAttention(nn.Module):
             return mask & causal_mask(T_q, device=query.device), False
         return mask, is_causal
 
-    def forward_cached(
-        self, x: Tensor, past: tuple[Tensor, Tensor] | None = None
-    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def forward_cached(self, x: Tensor, past: tuple[Tensor, Tensor] | None = None,
+                       ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Causal self-attention of new positions over cached keys/values (a KV cache).
 
         ``x`` (B, T, d_model) holds the T new positions; ``past`` is ``(k, v)``, each
@@ -333,11 +338,8 @@ class MultiHeadAttention(nn.Module):
         if not isinstance(x, Tensor) or x.dim() != 3 or x.size(-1) != self.d_model:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must be (B, T, d_model={self.d_model}), got {got}")
-        B, T, C = x.size()
-        q, k, v = self.in_proj(x).split(self.d_model, dim=-1)
-        q = q.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d_head)
-        k = k.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d_head)
-        v = v.view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, d_head)
+        B, T, _ = x.size()
+        q, k, v = self._project(x, x, x)  # (B, h, T, d_head) each
         if past is not None:
             self._check_past(past, B, x)
             k = torch.cat([past[0], k], dim=2)  # (B, h, P + T, d_head)
@@ -352,16 +354,11 @@ class MultiHeadAttention(nn.Module):
             # New query i sits at position P + i: it sees keys 0 .. P + i.
             mask = torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(diagonal=P)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, d_model)
-        return self.out_proj(y), (k, v)
+        return self.out_proj(merge_heads(y)), (k, v)  # (B, T, d_model)
 
     def _check_past(self, past: tuple[Tensor, Tensor], B: int, x: Tensor) -> None:
-        ok = (
-            isinstance(past, (tuple, list))
-            and len(past) == 2
-            and all(isinstance(t, Tensor) for t in past)
-        )
-        if not ok:
+        ok = isinstance(past, (tuple, list)) and len(past) == 2
+        if not ok or not all(isinstance(t, Tensor) for t in past):
             raise ValueError(f"past must be a (k, v) pair of tensors, got {type(past).__name__}")
         k, v = past
         expected = (B, self.n_heads, k.size(2) if k.dim() == 4 else "P", self.d_head)
@@ -391,3 +388,13 @@ class MultiHeadAttention(nn.Module):
                  "out_proj.weight": "out_proj.weight", "out_proj.bias": "out_proj.bias"}
         return copy_weights(ours, module, names)
 
+
+__all__ = [
+    "AdditiveAttention",
+    "DotProductAttention",
+    "MultiHeadAttention",
+    "masked_softmax",
+    "merge_heads",
+    "scaled_dot_product_attention",
+    "split_heads",
+]

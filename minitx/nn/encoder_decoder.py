@@ -5,7 +5,8 @@
                      LayerNorm): what ``nn.Transformer`` computes, checked by ``from_torch``
     DateTransformer  embeddings + sinusoidal positions + EncoderDecoder + output layer, for
                      the date task of :mod:`minitx.data.dates`: teacher-forced loss,
-                     greedy decoding and beam search with a KV cache, cross-attention maps
+                     greedy decoding and beam search with a KV cache (those of
+                     :mod:`minitx.nn.generation`), cross-attention maps
 
 Masks follow the course: True = may attend. The padding masks here are *key* masks,
 (B, S) or ``padding_mask``'s (B, 1, 1, S), True on real tokens; PyTorch's
@@ -18,13 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from minitx.data import dates
+from minitx.data import IGNORE_INDEX, dates
 from minitx.nn import generation
-from minitx.nn.attention import MultiHeadAttention, scaled_dot_product_attention
+from minitx.nn.attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention
+from minitx.nn.generation import KVCache
+from minitx.nn.modes import evaluating
 from minitx.nn.transformer import DecoderBlock, LayerNorm, TransformerBlock, sinusoidal_positions
-
-# Per decoder layer: self-attention keys and values, cross-attention keys and values.
-Cache = list[tuple[Tensor, Tensor, Tensor, Tensor]]
 
 
 def _check_ids(ids: object, name: str) -> None:
@@ -48,19 +48,9 @@ def _key_mask(mask: Tensor | None, B: int, S: int, name: str) -> Tensor | None:
     return mask.view(B, 1, 1, S)
 
 
-def _heads(x: Tensor, n_heads: int) -> Tensor:
-    B, T, C = x.size()
-    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)  # (B, nh, T, hs)
-
-
 def _memory_kv(attn: MultiHeadAttention, memory: Tensor) -> tuple[Tensor, Tensor]:
     """The cross-attention keys and values of the memory (B, S, C), each (B, nh, S, hs)."""
-    _, w_k, w_v = attn.in_proj.weight.split(attn.d_model)
-    b_k = b_v = None
-    if attn.in_proj.bias is not None:
-        _, b_k, b_v = attn.in_proj.bias.split(attn.d_model)
-    k, v = F.linear(memory, w_k, b_k), F.linear(memory, w_v, b_v)  # (B, S, C)
-    return _heads(k, attn.n_heads), _heads(v, attn.n_heads)
+    return attn.project(memory, "k"), attn.project(memory, "v")
 
 
 def _cross_attend(
@@ -68,24 +58,22 @@ def _cross_attend(
 ) -> tuple[Tensor, Tensor]:
     """``attn(x, memory, memory, mask, need_weights=True)`` with the memory's keys and
     values already projected: x (B, t, C) -> (B, t, C), weights (B, nh, t, S)."""
-    B, T, C = x.size()
-    w_q = attn.in_proj.weight[:C]
-    b_q = None if attn.in_proj.bias is None else attn.in_proj.bias[:C]
-    q = _heads(F.linear(x, w_q, b_q), attn.n_heads)  # (B, nh, t, hs)
+    q = attn.project(x, "q")  # (B, nh, t, hs)
     y, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, nh, t, hs), (B, nh, t, S)
-    y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, t, C): heads side by side
-    return attn.out_proj(y), weights
+    return attn.out_proj(merge_heads(y)), weights  # heads side by side again: (B, t, C)
 
 
-def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
+def shift_right(tgt: Tensor, bos_id: int, pad_id: int = 0) -> Tensor:
     """The decoder's input under teacher forcing: ``<s>`` then the target, one step late.
 
     tgt (B, T) -> (B, T): column 0 is ``bos_id``, column t is ``tgt[:, t - 1]``. The
-    last target token is dropped: nothing has to be predicted after it.
+    last target token is dropped: nothing has to be predicted after it. Targets the loss
+    leaves out (``IGNORE_INDEX``, e.g. ``DateBatch.tgt_out``'s padding) are fed as ``pad_id``.
     """
     _check_ids(tgt, "tgt")
     bos = torch.full_like(tgt[:, :1], bos_id)  # (B, 1)
-    return torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
+    shifted = torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
+    return shifted.masked_fill(shifted == IGNORE_INDEX, pad_id)
 
 
 class EncoderDecoder(nn.Module):
@@ -173,16 +161,16 @@ class EncoderDecoder(nn.Module):
         return self.decode(tgt, memory, memory_key_mask, tgt_key_mask)[0]
 
     def decode_cached(
-        self, tgt: Tensor, memory: Tensor, memory_key_mask: Tensor | None, past: Cache | None
-    ) -> tuple[Tensor, Cache, Tensor]:
+        self, tgt: Tensor, memory: Tensor, memory_key_mask: Tensor | None, past: KVCache | None
+    ) -> tuple[Tensor, KVCache, Tensor]:
         """``decode`` for new target positions, with a KV cache (generation, eval mode).
 
-        Each layer caches four tensors (B, nh, *, hs): the self-attention keys and values
-        of the earlier target positions (the causal mask means they never change), and the
-        cross-attention keys and values of the memory (computed once, on the first call,
-        ``past=None``). So tgt (B, t, C) holds only the new positions, and each new token
-        costs one position's work. Returns (B, t, C), the cache for the next call, and
-        the cross-attention weights (n_layers, B, nh, t, S).
+        Each layer caches four tensors (B, nh, *, hs) in a :class:`KVCache`: the
+        self-attention keys and values of the earlier target positions (the causal mask
+        means they never change), and the cross-attention keys and values of the memory
+        (computed once, on the first call, ``past=None``). So tgt (B, t, C) holds only the
+        new positions, and each new token costs one position's work. Returns (B, t, C),
+        the cache for the next call, and the cross-attention weights (n_layers, B, nh, t, S).
         """
         if not self.causal:
             raise ValueError("decode_cached needs a causal decoder, got causal=False")
@@ -209,7 +197,7 @@ class EncoderDecoder(nn.Module):
                 x = blk.norm3(x + blk.ffn(x))
             present.append((*kv_self, k_mem, v_mem))
             cross.append(w)  # (B, nh, t, S)
-        return self.decoder_norm(x), present, torch.stack(cross)
+        return self.decoder_norm(x), KVCache(present), torch.stack(cross)
 
     @classmethod
     def from_torch(cls, module: nn.Transformer, causal: bool = True) -> EncoderDecoder:
@@ -251,18 +239,9 @@ class DateTransformer(nn.Module):
     The default sizes give 45,199 parameters, about as many as ``Seq2Seq.for_dates()``.
     """
 
-    def __init__(
-        self,
-        d_model: int = 32,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        d_ff: int = 64,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        causal: bool = True,
-        max_len: int = 128,
-    ) -> None:
+    def __init__(self, d_model: int = 32, n_heads: int = 4, n_layers: int = 2, d_ff: int = 64,
+                 *, dropout: float = 0.0, norm_first: bool = True, causal: bool = True,
+                 max_len: int = 128) -> None:
         super().__init__()
         self.pad_id = dates.SOURCE_VOCAB.pad_id  # 0, padding in both vocabularies
         self.bos_id, self.eos_id = dates.BOS_ID, dates.EOS_ID
@@ -313,29 +292,25 @@ class DateTransformer(nn.Module):
         return self.out(y), w
 
     def loss(self, src: Tensor, src_lengths: Tensor, tgt_out: Tensor) -> Tensor:
-        """Teacher-forced cross-entropy of ``tgt_out`` (B, T) = target + </s>, padding
-        left out: the decoder is fed ``shift_right(tgt_out)`` and predicts every position."""
-        logits, _ = self(src, src_lengths, shift_right(tgt_out, self.bos_id))  # (B, T, V)
-        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=self.pad_id)
+        """Teacher-forced cross-entropy of ``tgt_out`` (B, T) = target + </s>, padded with
+        ``IGNORE_INDEX`` (as ``DateBatch.tgt_out``), which is left out: the decoder is fed
+        ``shift_right(tgt_out)`` and predicts every position."""
+        tgt_in = shift_right(tgt_out, self.bos_id, self.pad_id)
+        logits, _ = self(src, src_lengths, tgt_in)  # (B, T, V)
+        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=IGNORE_INDEX)
 
-    @torch.no_grad()
     def sequence_log_prob(self, src: Tensor, src_lengths: Tensor, tgt_out: Tensor) -> Tensor:
         """log p(tgt_out | src) (B,): the sum of the log-probabilities of every token of
-        ``tgt_out`` (B, T) up to and including the first </s>; what follows does not count."""
-        logits, _ = self(src, src_lengths, shift_right(tgt_out, self.bos_id))
-        logp = torch.log_softmax(logits.double(), dim=-1).gather(-1, tgt_out[..., None])[..., 0]
-        eos = (tgt_out == self.eos_id).long()  # (B, T)
+        ``tgt_out`` (B, T) up to and including the first </s>; what follows (padding or
+        ``IGNORE_INDEX``) does not count. Eval mode, no gradients."""
+        with evaluating(self):
+            logits, _ = self(src, src_lengths, shift_right(tgt_out, self.bos_id, self.pad_id))
+        ignored = tgt_out == IGNORE_INDEX  # (B, T): no token there to score
+        ids = tgt_out.masked_fill(ignored, self.pad_id)
+        logp = torch.log_softmax(logits.double(), dim=-1).gather(-1, ids[..., None])[..., 0]
+        eos = (ids == self.eos_id).long()  # (B, T)
         after = (eos.cumsum(dim=1) - eos) > 0  # positions after the first </s>
-        return logp.masked_fill(after, 0.0).sum(dim=1)  # (B,)
-
-    def _step(
-        self, y: Tensor, t: int, memory: Tensor, mask: Tensor, cache: Cache | None
-    ) -> tuple[Tensor, Cache, Tensor]:
-        """Feed token y (N,) at position t: logits (N, V), the cache, cross weights
-        (n_layers, N, nh, S). One position's work, whatever t is."""
-        x = self._embed(self.tgt_emb, y[:, None], start=t)  # (N, 1, C)
-        h, cache, w = self.transformer.decode_cached(x, memory, mask, cache)
-        return self.out(h[:, 0]), cache, w[:, :, :, 0]
+        return logp.masked_fill(after | ignored, 0.0).sum(dim=1)  # (B,)
 
     def _check_max_len(self, max_len: int) -> None:
         if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
@@ -349,7 +324,33 @@ class DateTransformer(nn.Module):
         logits = logits.masked_fill(ended[:, None], float("-inf"))  # (N, V)
         return logits.masked_fill(ended[:, None] & is_pad, 0.0)
 
-    @torch.no_grad()
+    def _decoder(self, memory: Tensor, mask: Tensor, use_cache: bool,
+                 align: list[Tensor] | None = None):  # fmt: skip
+        """The model as :mod:`minitx.nn.generation` reads it: ``next_logits`` maps ids
+        (N, 1 + t), <s> and t tokens, to the logits (N, V) of token t + 1 (only padding once
+        an output has ended); ``reorder`` makes the KV cache follow beam search. ``align``
+        collects each step's cross-attention (N, S) (last layer, mean over heads)."""
+        cache: KVCache | None = None
+
+        def next_logits(ids: Tensor) -> Tensor:
+            nonlocal cache
+            if use_cache:  # the newest token, at position t
+                x = self._embed(self.tgt_emb, ids[:, -1:], start=ids.size(1) - 1)  # (N, 1, C)
+                h, cache, w = self.transformer.decode_cached(x, memory, mask, cache)
+            else:  # the whole prefix (N, 1 + t); its last position predicts
+                h, w = self.transformer.decode(self._embed(self.tgt_emb, ids), memory, mask,
+                                               need_weights=True)  # fmt: skip
+            if align is not None:
+                align.append(w[-1, :, :, -1].mean(dim=1))  # (N, S)
+            return self._finished(self.out(h[:, -1]), (ids == self.eos_id).any(dim=1))
+
+        def reorder(rows: Tensor) -> None:  # each new beam takes its parent's cache
+            nonlocal cache
+            if cache is not None:
+                cache = cache.reorder(rows)
+
+        return next_logits, reorder
+
     def greedy_decode(
         self, src: Tensor, src_lengths: Tensor, max_len: int, use_cache: bool | None = None
     ) -> tuple[Tensor, Tensor]:
@@ -357,29 +358,18 @@ class DateTransformer(nn.Module):
         </s>. Returns ids (B, L) and the alignments (B, L, S) (last layer, mean over
         heads), L <= max_len: it stops once every output has ended. ``use_cache=False``
         runs the decoder again on everything written so far at every step (same ids);
-        the default uses the KV cache when the decoder is causal (it needs the mask)."""
+        the default uses the KV cache when the decoder is causal (it needs the mask).
+        Runs in eval mode without gradients (:func:`minitx.nn.generation.generate`)."""
         self._check_max_len(max_len)
         use_cache = self.transformer.causal if use_cache is None else use_cache
-        memory, mask = self.encode(src, src_lengths)
-        seq = torch.full((src.size(0), 1), self.bos_id, dtype=torch.long, device=src.device)
-        ended = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-        cache, align = None, []
-        for t in range(max_len):
-            if use_cache:  # feed only the newest token: one position's work
-                logits, cache, w = self._step(seq[:, -1], t, memory, mask, cache)
-            else:  # feed the whole prefix (B, t + 1) and keep its last position
-                h, w = self.transformer.decode(self._embed(self.tgt_emb, seq), memory, mask,
-                                               need_weights=True)  # fmt: skip
-                logits, w = self.out(h[:, -1]), w[:, :, :, -1]
-            y = self._finished(logits, ended).argmax(dim=-1)  # (B,)
-            seq = torch.cat([seq, y[:, None]], dim=1)  # (B, t + 2)
-            align.append(w[-1].mean(dim=1))  # (B, S): last layer, mean over heads
-            ended |= y == self.eos_id
-            if ended.all():
-                break
+        align: list[Tensor] = []
+        with evaluating(self):
+            memory, mask = self.encode(src, src_lengths)
+            next_logits, _ = self._decoder(memory, mask, use_cache, align)
+            start = torch.full_like(src[:, :1], self.bos_id)  # (B, 1): <s>
+            seq = generation.generate(next_logits, start, max_len, greedy=True, stop_id=self.eos_id)
         return seq[:, 1:], torch.stack(align, dim=1)
 
-    @torch.no_grad()
     def beam_search(
         self, src: Tensor, src_lengths: Tensor, max_len: int, beam_width: int = 4
     ) -> tuple[Tensor, Tensor]:
@@ -389,21 +379,13 @@ class DateTransformer(nn.Module):
         (B, max_len), and its log-probability (B,). ``beam_width=1`` is greedy decoding."""
         generation.check_beam_width(beam_width)
         self._check_max_len(max_len)
-        memory, mask = self.encode(src, src_lengths)
         W = beam_width
-        memory, mask = memory.repeat_interleave(W, 0), mask.repeat_interleave(W, 0)  # (B*W, S, C)
-        state: dict[str, Cache | None] = {"cache": None}
-
-        def next_logits(ids: Tensor) -> Tensor:  # ids (B*W, 1 + t): <s> and t tokens
-            logits, state["cache"], _ = self._step(ids[:, -1], ids.size(1) - 1, memory, mask,
-                                                   state["cache"])  # fmt: skip
-            return self._finished(logits, (ids == self.eos_id).any(dim=1))
-
-        def reorder(rows: Tensor) -> None:  # each new beam takes its parent's cache
-            state["cache"] = [tuple(t[rows] for t in layer) for layer in state["cache"]]
-
-        start = torch.full((src.size(0), 1), self.bos_id, dtype=torch.long, device=src.device)
-        seqs, scores = generation.beam_search(next_logits, start, max_len, W, reorder=reorder)
+        with evaluating(self):
+            memory, mask = self.encode(src, src_lengths)
+            memory, mask = memory.repeat_interleave(W, 0), mask.repeat_interleave(W, 0)  # B*W
+            next_logits, reorder = self._decoder(memory, mask, self.transformer.causal)
+            start = torch.full_like(src[:, :1], self.bos_id)  # (B, 1): <s>
+            seqs, scores = generation.beam_search(next_logits, start, max_len, W, reorder=reorder)
         return seqs[:, 1:], scores
 
 

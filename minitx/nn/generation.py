@@ -7,17 +7,23 @@ Pure functions on logits, so each step can be looked at on its own:
     top_p_filter        keep the smallest set of tokens whose probability adds up to >= p
     filter_logits       temperature, then top-k, then top-p
     sample_next         one token per row: argmax (greedy) or a draw from the softmax
+    generate            the decoding loop: sample_next on a model's logits, token by token
     beam_step           one step of beam search on log-probabilities
     beam_search         beam search with any model given as a function idx -> logits
+    KVCache             the keys and values a model keeps between decoding steps
     next_token_probs    the distribution a sampler draws the next token from
     continuation_log_probs  log-probability a model gives each token of a continuation
 
-``minitx.nn.gpt.GPT.generate`` and ``GPT.beam_search`` call these.
+Every model of the package decodes through these: ``GPT.generate`` and ``GPT.beam_search``,
+``DateTransformer.greedy_decode`` and ``DateTransformer.beam_search``, ``LadderModel.generate``.
+A model enters as a function ``next_logits(ids (N, T)) -> (N, V)``; one that keeps a
+:class:`KVCache` follows the beams through ``KVCache.reorder``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -147,6 +153,40 @@ def sample_next(logits: Tensor, temperature: float = 1.0, top_k: int | None = No
     return torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
 
 
+def generate(next_logits: Callable[[Tensor], Tensor], idx: Tensor, max_new_tokens: int,
+             block_size: int | None = None, *, temperature: float = 1.0,
+             top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
+             generator: torch.Generator | None = None, stop_id: int | None = None) -> Tensor:
+    """The decoding loop: append up to ``max_new_tokens`` tokens to ``idx`` (B, T), one a step.
+
+    ``next_logits`` maps the context (B, t) long, the last ``block_size`` tokens when given,
+    to the (B, V) logits of the next token; :func:`sample_next` picks it (greedy, or
+    temperature / top-k / top-p sampling with ``generator``). With ``stop_id`` the loop
+    ends early once every row has written that token. Returns (B, T + n) long, n <= steps.
+    The caller chooses the mode (eval, no gradients) the model runs in.
+    """
+    check_max_new_tokens(max_new_tokens)
+    ended = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
+    for _ in range(max_new_tokens):
+        context = idx if block_size is None else idx[:, -block_size:]
+        nxt = sample_next(next_logits(context), temperature, top_k, top_p, greedy=greedy,
+                          generator=generator)  # (B, 1)
+        idx = torch.cat([idx, nxt], dim=1)
+        if stop_id is not None:
+            ended |= nxt[:, 0] == stop_id
+            if bool(ended.all()):  # a sync per step: decoding, not training
+                break
+    return idx
+
+
+def check_max_new_tokens(max_new_tokens: int) -> None:
+    """Raise ``ValueError`` unless ``max_new_tokens`` is an int >= 0."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+
+
 def beam_step(
     log_probs: Tensor, beam_scores: Tensor, beam_width: int
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -196,10 +236,7 @@ def beam_search(
     each prompt and its summed log-probability. ``beam_width=1`` is greedy decoding.
     """
     check_beam_width(beam_width)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    check_max_new_tokens(max_new_tokens)
     if idx.dim() != 2:
         raise ValueError(f"idx must be (B, T), got {tuple(idx.shape)}")
     B = idx.size(0)
@@ -221,6 +258,56 @@ def beam_search(
     best = scores.argmax(dim=-1)  # (B,)
     sequences = beams.view(B, W, -1)[torch.arange(B, device=idx.device), best]
     return sequences, scores[torch.arange(B, device=idx.device), best]
+
+
+@dataclass
+class KVCache:
+    """The keys and values of every layer, kept between decoding steps.
+
+    ``layers[l]`` is a tuple of tensors (B, nh, T, hs), what layer l's attention computed
+    so far: ``(k, v)`` for the T positions seen by a GPT block (nh heads of size hs);
+    ``(k_self, v_self, k_mem, v_mem)`` for a decoder block of an encoder-decoder, whose
+    cross-attention keys and values (of the S source positions) are computed once.
+    ``cache[l]`` is ``layers[l]``. Made by ``GPT.forward_cached`` and
+    ``EncoderDecoder.decode_cached``.
+    """
+
+    layers: list[tuple[Tensor, ...]]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.layers, list) or not self.layers:
+            raise ValueError(
+                f"KVCache.layers must be a non-empty list of per-layer (k, v, ...) tuples, "
+                f"got {self.layers!r}"
+            )
+
+    def __getitem__(self, layer: int) -> tuple[Tensor, ...]:
+        return self.layers[layer]
+
+    @property
+    def length(self) -> int:
+        """T, the number of positions cached (those of the first tensor of each layer)."""
+        return self.layers[0][0].size(2)
+
+    @property
+    def batch_size(self) -> int:
+        """B, the number of sequences."""
+        return self.layers[0][0].size(0)
+
+    def numel(self) -> int:
+        """Numbers stored: 2 * n_layer * B * T * n_embd for a GPT."""
+        return sum(t.numel() for layer in self.layers for t in layer)
+
+    def nbytes(self) -> int:
+        """Bytes those numbers take (4 each in float32)."""
+        return sum(t.numel() * t.element_size() for layer in self.layers for t in layer)
+
+    def reorder(self, rows: Tensor) -> KVCache:
+        """A cache whose sequence i is sequence ``rows[i]`` of this one; rows (B',) long.
+
+        Beam search uses it: each new beam continues some old beam and takes its cache.
+        """
+        return KVCache([tuple(t[rows] for t in layer) for layer in self.layers])
 
 
 @torch.no_grad()
@@ -281,15 +368,18 @@ def continuation_log_probs(model: nn.Module, ids: Tensor, start: int) -> Tensor:
 
 
 __all__ = [
+    "KVCache",
     "apply_temperature",
     "beam_search",
     "beam_step",
     "check_beam_width",
+    "check_max_new_tokens",
     "check_temperature",
     "check_top_k",
     "check_top_p",
     "continuation_log_probs",
     "filter_logits",
+    "generate",
     "next_token_probs",
     "sample_next",
     "top_k_filter",

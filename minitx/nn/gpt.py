@@ -6,9 +6,9 @@
 The structure and initialisation follow GPT-2 (and Karpathy's nanoGPT); the blocks
 come from ``minitx.nn.transformer`` and the decoding rules from ``minitx.nn.generation``.
 
-Generation keeps a KV cache (:class:`KVCache`) by default: each layer's keys and values
-of the positions already seen are kept, so a new token costs one position's forward
-instead of one over the whole context, until the context window is full.
+Generation keeps a KV cache (:class:`minitx.nn.generation.KVCache`) by default: each
+layer's keys and values of the positions already seen are kept, so a new token costs one
+position's forward instead of one over the whole context, until the context window is full.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitx.data import IGNORE_INDEX
 from minitx.nn import generation
 from minitx.nn.activations import check_activation
+from minitx.nn.generation import KVCache
 from minitx.nn.modes import evaluating
 from minitx.nn.transformer import LayerNorm, LearnedPositions, TransformerBlock
 
@@ -65,52 +67,6 @@ class GPTConfig:
         check_activation(self.activation)
 
 
-@dataclass
-class KVCache:
-    """The keys and values of every layer, kept between generation steps.
-
-    ``layers[l] = (k, v)``, each (B, nh, T, hs): what layer l's attention computed for
-    the T positions seen so far (nh = n_head heads of size hs = n_embd // n_head).
-    Together 2 * n_layer * T * n_embd numbers per sequence (:func:`kv_cache_numel`).
-    Made and extended by :meth:`GPT.forward_cached`.
-    """
-
-    layers: list[tuple[Tensor, Tensor]]
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.layers, list) or not self.layers:
-            raise ValueError(
-                f"KVCache.layers must be a non-empty list of (k, v) pairs, got {self.layers!r}"
-            )
-
-    @property
-    def length(self) -> int:
-        """T, the number of positions cached."""
-        return self.layers[0][0].size(2)
-
-    @property
-    def batch_size(self) -> int:
-        """B, the number of sequences."""
-        return self.layers[0][0].size(0)
-
-    def numel(self) -> int:
-        """Numbers stored: 2 * n_layer * B * T * n_embd."""
-        return sum(k.numel() + v.numel() for k, v in self.layers)
-
-    def nbytes(self) -> int:
-        """Bytes those numbers take (4 each in float32)."""
-        return sum(
-            k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.layers
-        )
-
-    def reorder(self, rows: Tensor) -> KVCache:
-        """A cache whose sequence i is sequence ``rows[i]`` of this one; rows (B',) long.
-
-        Beam search uses it: each new beam continues some old beam and takes its cache.
-        """
-        return KVCache([(k[rows], v[rows]) for k, v in self.layers])
-
-
 def kv_cache_numel(config: GPTConfig, T: int, batch: int = 1) -> int:
     """How many numbers the KV cache of a GPT holds for ``batch`` sequences of T positions.
 
@@ -132,7 +88,10 @@ class GPT(nn.Module):
 
     ``forward(idx, targets=None)``: idx (B, T) long token ids, T <= block_size;
     returns ``(logits (B, T, vocab_size), loss)`` where loss is the mean cross-entropy
-    against ``targets`` (B, T) (entries -1 are ignored), or None without targets.
+    against ``targets`` (B, T) (entries ``IGNORE_INDEX`` = -100 are left out), or None
+    without targets. Token ids are checked where users arrive (``generate``,
+    ``beam_search``, ``attention_maps``, ``forward_cached``) and where training batches
+    are made, not in ``forward``: that check would wait for the device at every step.
     """
 
     def __init__(self, config: GPTConfig) -> None:
@@ -193,6 +152,7 @@ class GPT(nn.Module):
         return n
 
     def _check_idx(self, idx: Tensor, name: str = "idx", crop: bool = False) -> None:
+        """Type, dtype and shape of ``idx``: checks that never wait for the device."""
         if not isinstance(idx, Tensor):
             raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(idx).__name__}")
         if idx.dtype != torch.long:
@@ -204,13 +164,25 @@ class GPT(nn.Module):
                 f"sequence length T={idx.size(1)} is longer than block_size="
                 f"{self.config.block_size}"
             )
+
+    def _check_tokens(self, idx: Tensor, crop: bool = False) -> None:
+        """``_check_idx``, and every id in [0, vocab_size): for the public entry points."""
+        self._check_idx(idx, crop=crop)
         V = self.config.vocab_size
-        if torch.compiler.is_compiling():
-            return  # a data-dependent branch would break the compiled graph
-        if bool(((idx < 0) | (idx >= V)).any()):
+        if bool(((idx < 0) | (idx >= V)).any()):  # syncs the device: never in forward
             raise ValueError(
-                f"{name} holds token ids outside [0, vocab_size={V}): min {int(idx.min())}, "
+                f"idx holds token ids outside [0, vocab_size={V}): min {int(idx.min())}, "
                 f"max {int(idx.max())}"
+            )
+
+    def _check_targets(self, idx: Tensor, targets: Tensor) -> None:
+        if not isinstance(targets, Tensor) or targets.dtype != torch.long:
+            got = targets.dtype if isinstance(targets, Tensor) else type(targets).__name__
+            raise ValueError(f"targets must be a torch.long tensor, got {got}")
+        if targets.shape != idx.shape:
+            raise ValueError(
+                f"targets must have the shape of idx {tuple(idx.shape)}, got "
+                f"{tuple(targets.shape)}"
             )
 
     def _hidden(self, idx: Tensor, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
@@ -223,21 +195,21 @@ class GPT(nn.Module):
         return self.ln_f(x), maps
 
     def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """Logits (B, T, V) of the token after each position of ``idx`` (B, T), and the mean
+        cross-entropy against ``targets`` (B, T), or None without targets."""
+        # Shapes and dtypes only: checking the ids' range here would sync the device at
+        # every training step, so they are checked where users and batches come in.
         self._check_idx(idx)
-        x, _ = self._hidden(idx)
+        if targets is not None:
+            self._check_targets(idx, targets)
+        B, T = idx.size()
+        x, _ = self._hidden(idx)  # (B, T, C): embeddings, the blocks, final LayerNorm
         logits = self.lm_head(x)  # (B, T, V)
         if targets is None:
             return logits, None
-        if not isinstance(targets, Tensor) or targets.dtype != torch.long:
-            got = targets.dtype if isinstance(targets, Tensor) else type(targets).__name__
-            raise ValueError(f"targets must be a torch.long tensor, got {got}")
-        if targets.shape != idx.shape:
-            raise ValueError(
-                f"targets must have the shape of idx {tuple(idx.shape)}, got "
-                f"{tuple(targets.shape)}"
-            )
+        # Targets equal to IGNORE_INDEX (padding, a prompt not to learn) add nothing.
         loss = F.cross_entropy(
-            logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1
+            logits.view(B * T, -1), targets.reshape(B * T), ignore_index=IGNORE_INDEX
         )
         return logits, loss
 
@@ -248,7 +220,7 @@ class GPT(nn.Module):
         a (n_layer, B, n_head, T, T) tensor: entry [l, b, h, i, j] is how much position
         i attends to position j in head h of layer l. Each row sums to 1.
         """
-        self._check_idx(idx)
+        self._check_tokens(idx)
         with evaluating(self):
             _, maps = self._hidden(idx, need_weights=True)
         return torch.stack(maps)  # (n_layer, B, nh, T, T)
@@ -262,7 +234,7 @@ class GPT(nn.Module):
         holding P + T positions. The logits equal those of ``forward`` on the whole
         sequence (up to rounding). Causal models only.
         """
-        self._check_idx(idx)
+        self._check_tokens(idx)
         if not self.config.causal:
             raise ValueError(
                 "a KV cache needs a causal model (config.causal=True), got causal=False"
@@ -328,14 +300,11 @@ class GPT(nn.Module):
         generation.check_top_p(top_p)
         self._check_decoding(idx, max_new_tokens, use_cache)
         with evaluating(self):
-            next_logits = self._next_logits_fn(use_cache)
-            for _ in range(max_new_tokens):
-                logits = next_logits(idx[:, -self.config.block_size :])  # (B, V)
-                nxt = generation.sample_next(
-                    logits, temperature, top_k, top_p, greedy=greedy, generator=generator
-                )  # (B, 1)
-                idx = torch.cat([idx, nxt], dim=1)
-        return idx
+            return generation.generate(
+                self._next_logits_fn(use_cache), idx, max_new_tokens, self.config.block_size,
+                temperature=temperature, top_k=top_k, top_p=top_p, greedy=greedy,
+                generator=generator,
+            )
 
     def beam_search(
         self, idx: Tensor, max_new_tokens: int, beam_width: int = 4, use_cache: bool = True
@@ -363,9 +332,9 @@ class GPT(nn.Module):
         return sequences
 
     def _check_decoding(self, idx: Tensor, max_new_tokens: int, use_cache: bool) -> None:
-        _check_max_new_tokens(max_new_tokens)
+        generation.check_max_new_tokens(max_new_tokens)
         _check_use_cache(use_cache)
-        self._check_idx(idx, crop=True)
+        self._check_tokens(idx, crop=True)
 
     def _next_logits_fn(self, use_cache: bool) -> Callable[[Tensor], Tensor]:
         if use_cache and self.config.causal:
@@ -406,11 +375,5 @@ def _check_use_cache(use_cache: bool) -> None:
         )
 
 
-def _check_max_new_tokens(max_new_tokens: int) -> None:
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
-
-
-__all__ = ["GPT", "GPTConfig", "KVCache", "kv_cache_numel"]
+# KVCache lives in minitx.nn.generation (every model's cache); importable from here too.
+__all__ = ["GPT", "GPTConfig", "kv_cache_numel"]

@@ -15,7 +15,6 @@ def _check_positive_int(name: str, value: object) -> None:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
-
 def sinusoidal_positions(
     T: int, d_model: int, *, dtype: torch.dtype = torch.float32, device=None
 ) -> Tensor:

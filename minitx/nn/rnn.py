@@ -5,6 +5,9 @@ sequence, left to right, reusing the same weights at every step. Parameters are 
 as in PyTorch (``weight_ih`` (gates*H, C), ``weight_hh`` (gates*H, H), ``bias_ih``,
 ``bias_hh``; gate order LSTM i,f,g,o and GRU r,z,n), so ``from_torch`` is a plain copy.
 Inputs are batch-first (B, T, C); states are (1, B, H) like PyTorch's single layer.
+
+``RecallClassifier`` is the many-to-one model of notebook 02 that learns the delayed-recall
+task of :mod:`minitx.data.recall`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from minitx.nn.weights import copy_weights
+
+__all__ = [
+    "GRU",
+    "LAYERS",
+    "LSTM",
+    "RNN",
+    "GRUCell",
+    "LSTMCell",
+    "RNNCell",
+    "RecallClassifier",
+    "init_forget_bias",
+]
 
 State = Tensor | tuple[Tensor, Tensor]
 
@@ -235,9 +250,6 @@ def init_forget_bias(lstm: LSTM | LSTMCell, value: float) -> None:
 LAYERS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 
 
-LAYERS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
-
-
 class RecallClassifier(nn.Module):
     """Many-to-one: tokens (B, T) -> one-hot (B, T, V) -> RNN/LSTM/GRU -> logits (B, K)
     read from the last hidden state. An LSTM's forget-gate bias starts at ``forget_bias``."""
@@ -258,4 +270,3 @@ class RecallClassifier(nn.Module):
         x = F.one_hot(tokens, self.vocab).to(self.head.weight.dtype)  # (B, T, V)
         out, _ = self.rnn(x)  # (B, T, H)
         return self.head(out[:, -1])  # (B, K)
-

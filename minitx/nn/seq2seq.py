@@ -26,9 +26,13 @@ import torch
 from torch import Tensor, nn
 
 from minitx.data import dates
-from minitx.data.dates import CharVocab, DateExample
+from minitx.data.dates import DateExample
+from minitx.data.tokenizer import CharTokenizer
+from minitx.nn import generation
 from minitx.nn.attention import AdditiveAttention, DotProductAttention
 from minitx.nn.modes import evaluating, model_device
+
+__all__ = ["ATTENTION_KINDS", "Seq2Seq", "exact_match", "translate"]
 
 ATTENTION_KINDS = (None, "additive", "dot")
 
@@ -181,27 +185,24 @@ class Seq2Seq(nn.Module):
         if not isinstance(max_len, int) or max_len < 1:
             raise ValueError(f"max_len must be an int >= 1, got {max_len!r}")
         states, s, mask = self.encode(src, src_lengths)
-        last = s
-        y = torch.full((src.size(0),), self.bos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-        ids, weights = [], []
-        for _ in range(max_len):
-            logits, s, w = self.step(y, s, states, last, mask)
-            y = logits.argmax(dim=-1)
-            ids.append(y)
+        last, state, weights = s, {"s": s}, []
+
+        def next_logits(ids: Tensor) -> Tensor:  # ids (B, 1 + t): <s> and t characters
+            logits, state["s"], w = self.step(ids[:, -1], state["s"], states, last, mask)
             weights.append(w)
-            done |= y == self.eos_id
-            if done.all():
-                break
+            return logits  # (B, V)
+
+        start = torch.full((src.size(0), 1), self.bos_id, dtype=torch.long, device=src.device)
+        ids = generation.generate(next_logits, start, max_len, greedy=True, stop_id=self.eos_id)
         stacked = None if self.attention is None else torch.stack(weights, dim=1)
-        return torch.stack(ids, dim=1), stacked
+        return ids[:, 1:], stacked
 
 
 def translate(
     model: Seq2Seq,
     sources: Sequence[str],
-    src_vocab: CharVocab | None = None,
-    tgt_vocab: CharVocab | None = None,
+    src_vocab: CharTokenizer | None = None,
+    tgt_vocab: CharTokenizer | None = None,
     max_len: int = 50,
 ) -> list[tuple[str, Tensor | None]]:
     """Greedy translations of ``sources`` with their alignments.
@@ -234,7 +235,7 @@ def translate(
 def exact_match(model: Seq2Seq, examples: Sequence[DateExample], batch_size: int = 500) -> float:
     """Fraction of ``examples`` whose whole target is written exactly (greedy decoding):
     a sequence-level score, stricter than the per-character accuracy of
-    :func:`minitx.train.trainer.accuracy`."""
+    :func:`minitx.train.evaluate.accuracy`."""
     if len(examples) == 0:
         raise ValueError("exact_match needs at least one example")
     correct = 0
@@ -244,7 +245,3 @@ def exact_match(model: Seq2Seq, examples: Sequence[DateExample], batch_size: int
         outputs = translate(model, [e.source for e in chunk], max_len=max_len)
         correct += sum(out == e.target for (out, _), e in zip(outputs, chunk, strict=True))
     return correct / len(examples)
-
-
-
-

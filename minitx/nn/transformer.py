@@ -22,13 +22,8 @@ from torch import Tensor, nn
 
 from minitx.nn.activations import ACTIVATIONS, check_activation
 from minitx.nn.attention import MultiHeadAttention
-from minitx.nn.positions import LearnedPositions, sinusoidal_positions
+from minitx.nn.positions import LearnedPositions, _check_positive_int, sinusoidal_positions
 from minitx.nn.weights import copy_weights
-
-
-def _check_positive_int(name: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 def _check_dropout(dropout: float) -> None:

@@ -14,7 +14,7 @@ device and threads it runs on. Imports :mod:`minitx.nn` and :mod:`minitx.data` o
 
 from minitx.train.checkpoint import load_gpt
 from minitx.train.config import TrainConfig
-from minitx.train.evaluate import estimate_loss, split_loss
+from minitx.train.evaluate import estimate_loss, mean_loss, split_loss
 from minitx.train.presets import get_preset
 from minitx.train.runtime import plan_runtime
 from minitx.train.trainer import Trainer
@@ -25,6 +25,7 @@ __all__ = [
     "estimate_loss",
     "get_preset",
     "load_gpt",
+    "mean_loss",
     "plan_runtime",
     "split_loss",
 ]

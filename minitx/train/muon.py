@@ -1,8 +1,9 @@
 """Muon: momentum whose update is orthogonalised, for the hidden matrices of a network.
 
     orthogonalize   k Newton-Schulz steps on a stack of matrices at once (bfloat16)
-    Muon            ``torch.optim.Muon`` with the matrices of one shape orthogonalised
-                    together: the same state, settings and result, in fewer matrix products
+    scaled_lr       the rate a matrix of a given shape steps at
+    Muon            the optimizer: ``torch.optim.Muon``'s update, with the matrices of one
+                    shape orthogonalised together
 
 For each matrix W with gradient G, Muon keeps a momentum buffer B <- mu B + (1 - mu) G,
 takes the Nesterov look-ahead U = G + mu (B - G), and replaces U by the orthogonal matrix
@@ -10,24 +11,35 @@ nearest to it (every singular value pushed towards 1), so every direction of the
 moves at the same rate. The step is W <- W (1 - lr wd) - lr' O, with lr' = lr *
 sqrt(max(1, rows / cols)).
 
-``torch.optim.Muon`` does this one matrix at a time. A transformer has a few matrices of
-each shape (one per layer), and on these small sizes the many small products cost more
-than their arithmetic: here the four blocks' matrices of each shape go through one batched
-product instead of four.
+Why not ``torch.optim.Muon`` itself? torch 2.13 has it, and it computes this very update
+(2-D parameters only, the same lr adjustment; ``tests/train/test_muon.py`` checks that
+the two agree and can resume each other's runs). But it orthogonalises one matrix at a
+time. A transformer has a few matrices of each shape (one per layer), and at the course's
+sizes many small products cost more than their arithmetic: here the blocks' matrices of
+each shape go through one batched product instead (``benchmarks/bench_muon.py`` times
+both). The class is written on ``torch.optim.Optimizer``'s public API only (its state in
+``self.state[p]``, its settings in ``param_groups``), not by overriding
+``torch.optim.Muon``'s step, whose helpers are private; it keeps ``torch.optim.Muon``'s
+constructor, group settings and state (a ``momentum_buffer`` per matrix), so either
+optimizer loads the other's ``state_dict``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 from torch import Tensor
 
+NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # Keller Jordan's quintic, torch.optim.Muon's
+ADJUST_LR_FNS = (None, "original", "match_rms_adamw")
+
 
 def orthogonalize(
     updates: Tensor,
-    coefficients: tuple[float, float, float] = (3.4445, -4.7750, 2.0315),
+    coefficients: tuple[float, float, float] = NS_COEFFICIENTS,
     steps: int = 5,
     eps: float = 1e-7,
 ) -> Tensor:
@@ -61,7 +73,7 @@ def orthogonalize(
 
 
 def scaled_lr(lr: float, shape: torch.Size, adjust_lr_fn: str | None) -> float:
-    """The rate a matrix of ``shape`` steps at (``torch.optim.Muon``'s adjustment).
+    """The rate a matrix of ``shape`` (rows, cols) steps at (``torch.optim.Muon``'s rule).
 
     ``None`` / 'original': lr * sqrt(max(1, rows / cols)); 'match_rms_adamw':
     lr * 0.2 * sqrt(max(rows, cols)), the rate at which an update has AdamW's size.
@@ -76,45 +88,86 @@ def scaled_lr(lr: float, shape: torch.Size, adjust_lr_fn: str | None) -> float:
     )
 
 
-class Muon(torch.optim.Muon):
-    """``torch.optim.Muon`` that orthogonalises the matrices of one shape as one batch.
+def _check_matrix(p: Tensor) -> None:
+    if p.dim() != 2:
+        raise ValueError(f"Muon trains matrices only, got a parameter of shape {tuple(p.shape)}")
+    if p.is_complex() or (p.grad is not None and p.grad.is_sparse):
+        raise ValueError("Muon trains real matrices with dense gradients")
 
-    Same constructor, ``param_groups``, state (a ``momentum_buffer`` per matrix) and
-    ``state_dict`` as ``torch.optim.Muon``, so either can resume the other's run, and the
+
+class Muon(torch.optim.Optimizer):
+    """Muon over 2-D parameters, the matrices of one shape orthogonalised as one batch.
+
+    Same arguments, defaults, ``param_groups`` settings and state (a ``momentum_buffer``
+    per matrix) as ``torch.optim.Muon``, so either can resume the other's run, and the
     same updates up to bfloat16 rounding (``tests/train/test_muon.py``).
+
+    Args:
+        params: matrices (m, n), or parameter groups of them.
+        lr: the base rate, adjusted per shape by :func:`scaled_lr`.
+        weight_decay: decoupled: W <- W (1 - lr weight_decay).
+        momentum: mu of the momentum buffer; ``nesterov`` takes the look-ahead.
+        ns_coefficients, ns_steps, eps: those of :func:`orthogonalize`.
+        adjust_lr_fn: None, 'original' or 'match_rms_adamw' (see :func:`scaled_lr`).
     """
+
+    def __init__(
+        self,
+        params: Iterable[Tensor] | Iterable[dict[str, Any]],
+        lr: float = 1e-3,
+        weight_decay: float = 0.1,
+        momentum: float = 0.95,
+        nesterov: bool = True,
+        ns_coefficients: tuple[float, float, float] = NS_COEFFICIENTS,
+        eps: float = 1e-7,
+        ns_steps: int = 5,
+        adjust_lr_fn: str | None = None,
+    ) -> None:
+        if not (lr >= 0 and momentum >= 0 and weight_decay >= 0):
+            raise ValueError(f"need lr, momentum and weight_decay >= 0, got lr={lr}, "
+                             f"momentum={momentum}, weight_decay={weight_decay}")
+        if adjust_lr_fn not in ADJUST_LR_FNS:
+            raise ValueError(f"adjust_lr_fn must be None, 'original' or 'match_rms_adamw', "
+                             f"got {adjust_lr_fn!r}")
+        defaults = {"lr": lr, "weight_decay": weight_decay, "momentum": momentum,
+                    "nesterov": nesterov, "ns_coefficients": ns_coefficients, "eps": eps,
+                    "ns_steps": ns_steps, "adjust_lr_fn": adjust_lr_fn}
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                _check_matrix(p)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:
+        """One update of every matrix that has a gradient; returns ``closure()`` if given."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            params: list[Tensor] = []
-            grads: list[Tensor] = []
-            buffers: list[Tensor] = []
-            self._init_group(group, params, grads, buffers)
-            lr = float(group["lr"])
-            momentum, decay, nesterov = group["momentum"], group["weight_decay"], group["nesterov"]
-            by_shape: dict[tuple, list[int]] = {}
-            for i, p in enumerate(params):
-                if p.dim() != 2:
-                    raise ValueError(f"Muon trains matrices only, got a parameter of shape "
-                                     f"{tuple(p.shape)}")
-                by_shape.setdefault((p.shape, p.device, p.dtype), []).append(i)
-            for members in by_shape.values():
+            lr, momentum = float(group["lr"]), group["momentum"]
+            same_shape: dict[tuple, list[Tensor]] = {}
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                _check_matrix(p)  # a group added later is checked here
+                same_shape.setdefault((p.shape, p.device, p.dtype), []).append(p)
+            for params in same_shape.values():
                 looks = []
-                for i in members:
-                    buffers[i].lerp_(grads[i], 1 - momentum)
-                    looks.append(grads[i].lerp(buffers[i], momentum) if nesterov else buffers[i])
+                for p in params:
+                    state = self.state[p]
+                    if "momentum_buffer" not in state:
+                        state["momentum_buffer"] = torch.zeros_like(p.grad)
+                    buffer = state["momentum_buffer"]
+                    buffer.lerp_(p.grad, 1 - momentum)
+                    looks.append(p.grad.lerp(buffer, momentum) if group["nesterov"] else buffer)
                 ortho = orthogonalize(torch.stack(looks), group["ns_coefficients"],
                                       group["ns_steps"], group["eps"])  # (k, m, n)
-                for i, update in zip(members, ortho, strict=True):
-                    p = params[i]
-                    p.mul_(1 - lr * decay)
-                    p.add_(update, alpha=-scaled_lr(lr, p.shape, group["adjust_lr_fn"]))
+                rate = scaled_lr(lr, params[0].shape, group["adjust_lr_fn"])
+                for p, update in zip(params, ortho, strict=True):
+                    p.mul_(1 - lr * group["weight_decay"])
+                    p.add_(update, alpha=-rate)
         return loss
 
 
-__all__ = ["Muon", "orthogonalize", "scaled_lr"]
+__all__ = ["ADJUST_LR_FNS", "NS_COEFFICIENTS", "Muon", "orthogonalize", "scaled_lr"]

@@ -35,9 +35,13 @@ BatchTuple = tuple[Tensor, ...]
 ShardLoss = Callable[[nn.Module, BatchTuple], Tensor]
 
 
+DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+            nn.FeatureAlphaDropout)
+
+
 def has_dropout(model: nn.Module) -> bool:
     """True when ``model`` holds a dropout module with p > 0 (active in training mode)."""
-    return any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
+    return any(isinstance(m, DROPOUTS) and m.p > 0 for m in model.modules())
 
 
 def can_shard(batch: object, shards: int) -> bool:

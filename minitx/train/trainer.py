@@ -13,19 +13,17 @@ A task (the date translation of notebook 03, the recall task of 02, the relation
 supplies the batches and the loss and nothing else: every model of the course is trained
 by this one loop, and its ``history`` has one format.
 
-What it does: AdamW with decoupled weight decay on matrices only, linear warmup then
-cosine decay of the learning rate (``lr_at``), gradient clipping, periodic evaluation
-on fixed validation batches, a tqdm progress bar (loss, val loss, tokens/s), a
-``history`` of plain lists for plotting, and callbacks so that checkpointing, logging or
-early stopping live outside the loop. Ctrl-C stops at the end of the current step, runs
-the ``on_interrupt`` callbacks (the CLI saves a checkpoint there) and re-raises
-``KeyboardInterrupt``.
+What it does: the optimiser and learning-rate schedule of ``minitx.train.optim``,
+gradient clipping, periodic evaluation on fixed batches (``minitx.train.evaluate``), a
+tqdm progress bar, a ``history`` of plain lists for plotting, and callbacks so that
+checkpointing, logging or early stopping live outside the loop. Ctrl-C stops at the end
+of the current step, runs the ``on_interrupt`` callbacks (the CLI saves a checkpoint
+there) and re-raises ``KeyboardInterrupt``.
 
-The device is picked without flags: CUDA when present (bf16 autocast, fused AdamW,
-TF32 matmuls, ``torch.compile``), else Apple's mps, else the CPU (float32, every core
-the process may use). On a CPU with several cores, a language model with the default loss
-and no dropout trains data-parallel: each core runs the forward and backward pass of its
-own rows of the batch (``minitx.train.shards``), for the same gradient up to float rounding.
+Where it runs comes from ``minitx.train.runtime.plan_runtime``: CUDA (bf16 autocast,
+fused AdamW, TF32, ``torch.compile``), mps or the CPU. On a CPU with several cores, a
+language model with the default loss and no dropout trains data-parallel, one core per
+slice of the batch (``minitx.train.shards``), for the same gradient up to float rounding.
 """
 
 from __future__ import annotations
@@ -36,12 +34,13 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from minitx.train.config import TrainConfig
+from minitx.train.evaluate import Batch, LossFn, checked_loss, language_model_loss, mean_loss
+from minitx.train.evaluate import accuracy as accuracy  # re-exported: its old home
 from minitx.train.optim import make_optimizer
 from minitx.train.runtime import (
     DeferredInterrupt,
@@ -53,9 +52,7 @@ from minitx.train.runtime import (
 )
 from minitx.train.shards import ShardedGradients, can_shard, has_dropout
 
-Batch = Any  # whatever get_batch returns; (x, y) for a language model
-BatchFn = Callable[[str, torch.Generator], Batch]
-LossFn = Callable[[nn.Module, Batch], Tensor]
+BatchFn = Callable[[str, torch.Generator], Batch]  # get_batch(split, generator) -> batch
 Callback = Callable[["Trainer"], None]
 
 EVENTS = ("on_step_end", "on_eval_end", "on_interrupt", "on_train_end")
@@ -154,29 +151,21 @@ class Trainer:
             fn(self)
 
     # -------------------------------------------------------------- evaluation
-    @torch.no_grad()
     def evaluate(self, splits: tuple[str, ...] = ("val",)) -> dict[str, float]:
-        """Mean loss over ``config.eval_steps`` batches of each split, in eval mode.
+        """Mean loss over ``config.eval_steps`` batches of each split, in eval mode without
+        gradients (:func:`minitx.train.evaluate.mean_loss`).
 
         The batches come from a generator seeded with ``config.seed + 1`` afresh on each
         call: every evaluation sees the same batches (comparable numbers) and the
         training batch stream is untouched.
         """
-        was_training = self.model.training
-        self.model.eval()
         out = {}
-        with activated(self.runtime), torch.no_grad():
-            try:
-                for split in splits:
-                    gen = torch.Generator().manual_seed(self.config.seed + 1)
-                    total = torch.zeros((), device=self.runtime.device)
-                    for _ in range(self.config.eval_steps):
-                        batch = self.get_batch(split, gen)
-                        total += self._loss(batch).detach().float()
-                    out[split] = total.item() / self.config.eval_steps
-            finally:
-                self.model.train(was_training)
-            return out
+        with activated(self.runtime):
+            for split in splits:
+                gen = torch.Generator().manual_seed(self.config.seed + 1)
+                batches = (self.get_batch(split, gen) for _ in range(self.config.eval_steps))
+                out[split] = mean_loss(self.model, batches, lambda _, batch: self._loss(batch))
+        return out
 
     def _eval_and_record(self) -> None:
         splits = ("train", "val") if self.config.eval_train else ("val",)
@@ -193,13 +182,7 @@ class Trainer:
     def _loss(self, batch: Batch) -> Tensor:
         first_tensor(batch)  # a clear error for a batch that holds no tensor
         with autocast(self.runtime):
-            loss = self.loss_fn(self.forward_model, batch)
-        if not isinstance(loss, Tensor) or loss.ndim != 0:
-            raise ValueError(
-                "loss_fn must return a scalar tensor, got "
-                f"{tuple(loss.shape) if isinstance(loss, Tensor) else type(loss).__name__}"
-            )
-        return loss
+            return checked_loss(self.loss_fn(self.forward_model, batch))
 
     def _train_step(self) -> tuple[Tensor, Tensor | None, int]:
         """One optimisation step; returns (loss, grad norm before clipping or None, tokens)."""
@@ -246,14 +229,8 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)  # drop grads of an interrupted step
         if self.step == 0 and not self.history["eval_step"]:
             self._eval_and_record()
-        bar = tqdm(
-            total=max_steps,
-            initial=self.step,
-            desc="train",
-            unit="step",
-            disable=not self.progress,
-            dynamic_ncols=True,
-        )
+        bar = tqdm(total=max_steps, initial=self.step, desc="train", unit="step",
+                   disable=not self.progress, dynamic_ncols=True)
         t_window, tokens_window = time.perf_counter(), 0
         t_last = t_window
         try:
@@ -344,15 +321,10 @@ class Trainer:
         self._loss_sum, self._loss_count = 0.0, 0
 
     def _postfix(self) -> str:
-        h = self.history
-        parts = []
-        if h["train_loss"]:
-            parts.append(f"loss {h['train_loss'][-1]:.3f}")
-        if h["val_loss"]:
-            parts.append(f"val {h['val_loss'][-1]:.3f}")
-        if h["tokens_per_s"]:
-            parts.append(f"{h['tokens_per_s'][-1]:.0f} tok/s")
-        return " | ".join(parts)
+        """The progress bar's text: the latest loss, val loss and tokens/s logged."""
+        shown = (("train_loss", "loss {:.3f}"), ("val_loss", "val {:.3f}"),
+                 ("tokens_per_s", "{:.0f} tok/s"))
+        return " | ".join(fmt.format(self.history[k][-1]) for k, fmt in shown if self.history[k])
 
     # -------------------------------------------------------------- state for checkpoints
     def state_dict(self) -> dict:
@@ -394,31 +366,8 @@ class Trainer:
         self.last_val_loss = float(state.get("last_val_loss", math.nan))
         self.elapsed_s = float(state.get("elapsed_s", 0.0))
         self.history = {k: list(state["history"].get(k, [])) for k in HISTORY_KEYS}
-        self._loss_sum, self._loss_count = state.get("loss_window", [0.0, 0])
-        self._loss_sum = float(self._loss_sum)
-        self._loss_count = int(self._loss_count)
-
-
-def language_model_loss(model: nn.Module, batch: tuple[Tensor, Tensor]) -> Tensor:
-    """The loss of a model with the language-model contract ``model(x, y) -> (logits, loss)``."""
-    x, y = batch
-    return model(x, y)[1]
-
-
-@torch.no_grad()
-def accuracy(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> float:
-    """Fraction of positions whose arg-max prediction is the target, the course's one
-    accuracy: ``logits`` (..., K), ``targets`` (...) long; positions whose target is
-    ``ignore_index`` are left out (as in ``F.cross_entropy``)."""
-    if logits.shape[:-1] != targets.shape:
-        raise ValueError(
-            f"logits (..., K) and targets (...) must agree: got logits "
-            f"{tuple(logits.shape)} and targets {tuple(targets.shape)}"
-        )
-    keep = targets != ignore_index
-    if not bool(keep.any()):
-        raise ValueError("every target is ignore_index: there is nothing to score")
-    return (logits.argmax(-1) == targets)[keep].float().mean().item()
+        loss_sum, count = state.get("loss_window", [0.0, 0])
+        self._loss_sum, self._loss_count = float(loss_sum), int(count)
 
 
 def first_tensor(batch: Batch) -> Tensor:
@@ -441,3 +390,6 @@ def first_tensor(batch: Batch) -> Tensor:
 def count_parameters(model: nn.Module) -> int:
     """Number of distinct trainable parameters (tied tensors counted once)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+__all__ = ["EVENTS", "HISTORY_KEYS", "Trainer", "count_parameters", "first_tensor"]

@@ -16,9 +16,9 @@ from minitx.course.relations import (
     relation_accuracy,
     relation_scores,
 )
+from minitx.data import IGNORE_INDEX
 from minitx.data.relations import (
     BOS,
-    IGNORE,
     LETTERS,
     PAIRS,
     RelationBatch,
@@ -61,8 +61,8 @@ def test_bad_input_is_refused():
 def test_targets_of_a_hand_written_sequence():
     x = TASK.encode(EXAMPLE)[None]
     prev, partner = TASK.targets(x)
-    assert prev[0, 0] == IGNORE and prev[0, 1:].tolist() == x[0, :-1].tolist()
-    expected = [IGNORE] * 16
+    assert prev[0, 0] == IGNORE_INDEX and prev[0, 1:].tolist() == x[0, :-1].tolist()
+    expected = [IGNORE_INDEX] * 16
     for a, b in ((3, 9), (5, 7), (12, 14)):
         expected[a], expected[b] = b, a
     assert partner[0].tolist() == expected
@@ -101,7 +101,7 @@ def test_sample_covers_the_structures():
     for p in PAIRS:
         assert ((batch.x == stoi[p[0]]).sum(1) <= 1).all()
     # Partner of partner is self; the partner lies right of an opener, left of a closer.
-    b, t = (batch.partner != IGNORE).nonzero(as_tuple=True)
+    b, t = (batch.partner != IGNORE_INDEX).nonzero(as_tuple=True)
     s = batch.partner[b, t]
     assert torch.equal(batch.partner[b, s], t)
     assert ((s > t) == is_open[b, t]).all()
@@ -187,7 +187,7 @@ def test_relation_scores_of_known_weights():
     on_prev[:, 0, 0] = 1.0
     on_prev[:, torch.arange(1, T), torch.arange(T - 1)] = 1.0
     on_partner = torch.full((B, T, T), 1.0 / T)
-    b, t = (batch.partner != IGNORE).nonzero(as_tuple=True)
+    b, t = (batch.partner != IGNORE_INDEX).nonzero(as_tuple=True)
     on_partner[b, t] = 0.0
     on_partner[b, t, batch.partner[b, t]] = 1.0
     weights = torch.stack([on_prev, on_partner], dim=1)[None]  # (L=1, B, 2, T, T)
@@ -221,8 +221,11 @@ def test_head_contributions_add_up_to_the_model():
     torch.manual_seed(0)
     model = RelationNet.for_task(TASK, d_model=16, n_heads=4, n_layers=2).double()
     x = TASK.sample(3, seed=0).x
+    model.train()
     contrib = head_contributions(model, x)
     assert contrib.shape == (3, 2, 4, 16, 16)
+    assert model.training and not contrib.requires_grad  # eval inside, mode restored
+    model.eval()
     h = model.tok_emb(x) + model.pos_emb(torch.arange(16))
     for layer, attn in enumerate(model.layers):
         a, _ = attn(h)

@@ -79,3 +79,19 @@ def test_block_batches_source():
     with pytest.raises(ValueError, match="split"):
         batches("test", g)
     assert "block_size=6" in repr(batches)
+
+
+def test_block_batches_check_the_ids_once_when_built():
+    """Token ids are checked here, once, not by the model at every step."""
+    train, val = torch.arange(50), torch.arange(20)
+    assert BlockBatches(train, val, 4, 2, vocab_size=50).vocab_size == 50
+    with pytest.raises(ValueError, match=r"token id 49 .*position 40.*vocab_size is 40"):
+        BlockBatches(train, val, 4, 2, vocab_size=40)
+    with pytest.raises(ValueError, match=r"negative token id -3 .*position 7"):
+        BlockBatches(train, torch.cat([val[:7], torch.tensor([-3]), val]), 4, 2)
+    with pytest.raises(TypeError, match=r"int64.*int32.*train\.long\(\)"):
+        BlockBatches(train.int(), val, 4, 2)
+    with pytest.raises(ValueError, match="1-D"):
+        BlockBatches(train.view(5, 10), val, 4, 2)
+    with pytest.raises(ValueError, match="vocab_size"):
+        BlockBatches(train, val, 4, 2, vocab_size=0)

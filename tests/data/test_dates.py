@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from minitx.data import dates as D
+from minitx.data.tokenizer import IGNORE_INDEX, CharTokenizer
 
 # How to read each format back with the standard library (the test's own parser).
 STRPTIME = {
@@ -172,8 +173,8 @@ def test_vocab_errors():
         D.SOURCE_VOCAB.encode([1, 2])
     with pytest.raises(ValueError, match="outside the vocabulary"):
         D.TARGET_VOCAB.decode([99])
-    with pytest.raises(ValueError, match="distinct"):
-        D.CharVocab("aa")
+    with pytest.raises(ValueError, match="duplicate"):
+        CharTokenizer("aa", specials=(CharTokenizer.PAD,))
     with pytest.raises(ValueError, match="non-empty"):
         D.SOURCE_VOCAB.encode_batch([])
     with pytest.raises(ValueError, match="more than T"):
@@ -193,7 +194,8 @@ def test_batch_padding():
         assert (batch.src[b, :n] != 0).all()
         m = len(ex.target)
         assert D.TARGET_VOCAB.decode(batch.tgt_out[b]) == ex.target
-        assert batch.tgt_out[b, m] == D.EOS_ID and (batch.tgt_out[b, m + 1 :] == 0).all()
+        assert batch.tgt_out[b, m] == D.EOS_ID
+        assert (batch.tgt_out[b, m + 1 :] == IGNORE_INDEX).all()  # left out by every loss
         assert D.TARGET_VOCAB.decode(batch.tgt_in[b]) == ex.target
         assert batch.tgt_in[b, 0] == D.BOS_ID and (batch.tgt_in[b, m + 1 :] == 0).all()
         assert torch.equal(batch.tgt_in[b, 1 : m + 1], batch.tgt_out[b, :m])

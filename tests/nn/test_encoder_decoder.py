@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -11,7 +12,7 @@ from parity import assert_same_outputs_and_grads, matched_parameters
 from torch import nn
 
 from minitx.course.date_translation import train_seq2seq
-from minitx.data import dates
+from minitx.data import IGNORE_INDEX, dates
 from minitx.nn.encoder_decoder import DateTransformer, EncoderDecoder, shift_right
 from minitx.nn.masks import causal_mask, padding_mask
 from minitx.nn.seq2seq import exact_match, translate
@@ -163,14 +164,25 @@ def test_decode_cached_step_by_step_equals_decode(norm_first):
 # ----------------------------------------------------------------------------- the date model
 
 
+def _batch(examples) -> dates.DateBatch:
+    """``make_batch``, with ``tgt_out`` padded with IGNORE_INDEX (the batches' contract)."""
+    b = dates.make_batch(examples)
+    return dataclasses.replace(b, tgt_out=b.tgt_out.masked_fill(b.tgt_out == 0, IGNORE_INDEX))
+
+
 def test_shift_right():
     tgt = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
     assert shift_right(tgt, 1).tolist() == [[1, 5, 6, 7], [1, 8, 2, 0]]
     assert shift_right(torch.tensor([[9]]), 1).tolist() == [[1]]
-    batch = dates.make_batch(dates.generate(20, seed=0, n_dates=(1, 2)))
+    # targets the loss leaves out are fed as padding
+    ignored = torch.tensor([[5, 6, 7, 2], [8, 2, IGNORE_INDEX, IGNORE_INDEX]])
+    assert shift_right(ignored, 1).tolist() == [[1, 5, 6, 7], [1, 8, 2, 0]]
+    assert shift_right(ignored, 1, pad_id=4).tolist() == [[1, 5, 6, 7], [1, 8, 2, 4]]
+    batch = _batch(dates.generate(20, seed=0, n_dates=(1, 2)))
     shifted = shift_right(batch.tgt_out, dates.BOS_ID)
-    real = batch.tgt_out != 0  # positions that count in the loss: same input there
+    real = batch.tgt_out != IGNORE_INDEX  # positions that count in the loss: same input there
     assert torch.equal(shifted[real], batch.tgt_in[real])
+    assert (shifted >= 0).all()  # every input is a token id
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +210,7 @@ def _random_model(seed: int = 0, norm_first: bool = True) -> DateTransformer:
 
 def test_forward_shapes_and_loss(examples):
     model = _random_model()
-    b = dates.make_batch(examples)
+    b = _batch(examples)
     B, S = b.src.shape
     T = b.tgt_in.size(1)
     logits, none = model(b.src, b.src_lengths, b.tgt_in)
@@ -206,14 +218,32 @@ def test_forward_shapes_and_loss(examples):
     _, w = model(b.src, b.src_lengths, b.tgt_in, need_weights=True)
     assert w.shape == (2, B, 4, T, S)
     # the loss is train_seq2seq's: cross-entropy of tgt_out, padding left out
-    expected = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=0)
-    torch.testing.assert_close(model.loss(b.src, b.src_lengths, b.tgt_out), expected)
+    loss = model.loss(b.src, b.src_lengths, b.tgt_out)
+    expected = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=-100)
+    torch.testing.assert_close(loss, expected)
+    padded_with_0 = b.tgt_out.masked_fill(b.tgt_out == IGNORE_INDEX, 0)
+    by_pad = F.cross_entropy(logits.flatten(0, 1), padded_with_0.flatten(), ignore_index=0)
+    torch.testing.assert_close(loss, by_pad)
+
+
+def test_sequence_log_prob_leaves_ignored_positions_out(examples):
+    model = _random_model(4).double()
+    b = _batch(examples)
+    lp = model.sequence_log_prob(b.src, b.src_lengths, b.tgt_out)  # (B,)
+    assert lp.shape == (len(examples),) and (lp < 0).all()
+    # the sum over the batch is minus the summed teacher-forced cross-entropy
+    n_real = int((b.tgt_out != IGNORE_INDEX).sum())
+    loss = model.loss(b.src, b.src_lengths, b.tgt_out).double()
+    torch.testing.assert_close(lp.sum(), -loss * n_real)
+    # padding written as the pad id after </s> (what decoding returns) scores the same
+    padded_with_0 = b.tgt_out.masked_fill(b.tgt_out == IGNORE_INDEX, 0)
+    torch.testing.assert_close(model.sequence_log_prob(b.src, b.src_lengths, padded_with_0), lp)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_greedy_is_consistent_with_teacher_forcing(examples, norm_first):
     model = _random_model(1, norm_first).double()
-    b = dates.make_batch(examples)
+    b = _batch(examples)
     ids, align = model.greedy_decode(b.src, b.src_lengths, 25)
     logits, w = model(b.src, b.src_lengths, shift_right(ids, model.bos_id), need_weights=True)
     ended = ((ids == model.eos_id).long().cumsum(1) - (ids == model.eos_id).long()) > 0
@@ -234,7 +264,7 @@ def test_beam_width_one_is_greedy_and_wider_beams_score_no_lower(examples, train
     (it fails for 1 or 2 of these 40) and on average.
     """
     model = trained if which == "trained" else _random_model(2)
-    b = dates.make_batch(examples)
+    b = _batch(examples)
     ids, _ = model.greedy_decode(b.src, b.src_lengths, 23)
     beam1, score1 = model.beam_search(b.src, b.src_lengths, 23, beam_width=1)
     assert beam1.shape == (len(examples), 23) and score1.shape == (len(examples),)
@@ -262,7 +292,7 @@ def test_translate_and_accuracy_take_the_model(trained, examples):
 
 def test_greedy_with_and_without_the_cache_agree(examples):
     model = _random_model(3).double()
-    b = dates.make_batch(examples)
+    b = _batch(examples)
     ids, align = model.greedy_decode(b.src, b.src_lengths, 23)
     ids_full, align_full = model.greedy_decode(b.src, b.src_lengths, 23, use_cache=False)
     assert torch.equal(ids, ids_full)
@@ -271,7 +301,7 @@ def test_greedy_with_and_without_the_cache_agree(examples):
 
 def test_non_causal_decoder_cannot_use_the_cache():
     model = DateTransformer(d_model=16, d_ff=32, n_heads=2, causal=False).eval()
-    b = dates.make_batch(dates.generate(2, seed=0))
+    b = _batch(dates.generate(2, seed=0))
     logits, _ = model(b.src, b.src_lengths, b.tgt_in)  # teacher forcing works
     assert logits.shape[:2] == b.tgt_in.shape
     with pytest.raises(ValueError, match="needs a causal decoder"):
@@ -311,7 +341,7 @@ def test_bad_shapes_and_masks_name_what_was_expected():
 
 def test_date_model_bad_inputs():
     model = DateTransformer(d_model=16, d_ff=32, n_heads=2, max_len=40).eval()
-    b = dates.make_batch(dates.generate(2, seed=0))
+    b = _batch(dates.generate(2, seed=0))
     with pytest.raises(ValueError, match=r"src must be a \(B, T\) int64 tensor of ids, got"):
         model(b.src.float(), b.src_lengths, b.tgt_in)
     with pytest.raises(ValueError, match=r"src_lengths must be \(2,\) with values in"):

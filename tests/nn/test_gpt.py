@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from minitx.data import IGNORE_INDEX
 from minitx.nn.gpt import GPT, GPTConfig
 
 V = 13
@@ -37,12 +38,12 @@ def test_forward_shapes_and_loss():
     torch.testing.assert_close(loss, F.cross_entropy(logits.reshape(-1, V), targets.flatten()))
 
 
-def test_targets_minus_one_are_ignored():
+def test_targets_ignore_index_are_ignored():
     model = _model()
     idx, targets = _idx(2, 6), _idx(2, 6, seed=1)
     logits, _ = model(idx)
     masked = targets.clone()
-    masked[:, :3] = -1
+    masked[:, :3] = IGNORE_INDEX
     _, loss = model(idx, masked)
     expected = F.cross_entropy(logits[:, 3:].reshape(-1, V), targets[:, 3:].flatten())
     torch.testing.assert_close(loss, expected)
@@ -304,18 +305,45 @@ def test_sequence_longer_than_block_size():
         _model()(_idx(1, 9))
 
 
-def test_token_ids_too_large():
+@pytest.mark.parametrize(
+    "entry",
+    [
+        lambda m, idx: m.generate(idx, 2),
+        lambda m, idx: m.beam_search(idx, 2),
+        lambda m, idx: m.attention_maps(idx),
+        lambda m, idx: m.forward_cached(idx),
+    ],
+    ids=["generate", "beam_search", "attention_maps", "forward_cached"],
+)
+def test_token_ids_are_checked_where_users_arrive(entry):
+    model = _model()
     idx = _idx(1, 4)
     idx[0, 2] = V
     with pytest.raises(ValueError, match=rf"outside \[0, vocab_size={V}\): min \d+, max {V}"):
-        _model()(idx)
-
-
-def test_negative_token_ids():
-    idx = _idx(1, 4)
-    idx[0, 0] = -3
+        entry(model, idx)
+    idx[0, 2], idx[0, 0] = 1, -3
     with pytest.raises(ValueError, match=r"outside .* min -3"):
-        _model()(idx)
+        entry(model, idx)
+
+
+def test_forward_leaves_token_ids_to_the_embedding(monkeypatch):
+    """No range check in forward (it would sync the device every training step): an
+    out-of-range id still fails loudly, in the embedding."""
+    model = _model()
+    monkeypatch.setattr(torch.Tensor, "any", _no_sync)
+    monkeypatch.setattr(torch.Tensor, "__bool__", _no_sync)
+    idx, targets = _idx(2, 8), _idx(2, 8, seed=1)
+    model(idx, targets)[1].backward()  # a training step: nothing reads a tensor back
+    monkeypatch.undo()
+    for bad in (V, -3):
+        idx = _idx(1, 4)
+        idx[0, 2] = bad
+        with pytest.raises(IndexError):
+            model(idx)
+
+
+def _no_sync(*args, **kwargs):
+    raise AssertionError("forward read a tensor's value back to the host")
 
 
 def test_non_long_idx():

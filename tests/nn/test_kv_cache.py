@@ -9,7 +9,8 @@ import torch
 
 from minitx.nn import generation
 from minitx.nn.attention import MultiHeadAttention
-from minitx.nn.gpt import GPT, GPTConfig, KVCache, kv_cache_numel
+from minitx.nn.generation import KVCache
+from minitx.nn.gpt import GPT, GPTConfig, kv_cache_numel
 from minitx.nn.transformer import TransformerBlock
 
 V = 17

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from minitx.course.date_translation import DateTask, train_seq2seq
 from minitx.data import dates as D
+from minitx.data.tokenizer import IGNORE_INDEX
 from minitx.nn.attention import AdditiveAttention, DotProductAttention
 from minitx.nn.seq2seq import Seq2Seq, exact_match, translate
 
@@ -155,6 +156,17 @@ def test_gradients_flow_through_attention(batch):
         assert p.grad is not None and p.grad.abs().sum() > 0, name
 
 
+def test_date_task_loss_leaves_out_the_padded_targets(batch):
+    """tgt_out is padded with IGNORE_INDEX: the loss averages over the real positions only."""
+    model = _model("additive")
+    with torch.no_grad():
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T_out, V)
+        real = batch.tgt_out != IGNORE_INDEX  # (B, T_out)
+        assert not real.all()  # targets of unequal lengths: some padding
+        expected = F.cross_entropy(logits[real], batch.tgt_out[real])
+        torch.testing.assert_close(DateTask.loss(model, batch), expected)
+
+
 def test_translate_returns_alignment_per_example():
     model = _model("additive")
     sources = ["3/3/98", "tue 3 march 1998 see you then"]
@@ -279,7 +291,7 @@ def test_date_task_batches_group_similar_lengths():
     spreads, mixed = [], []
     for _ in range(20):
         b = task.get_batch("train", gen)
-        n_out = (b.tgt_out != 0).sum(1)
+        n_out = (b.tgt_out != IGNORE_INDEX).sum(1)
         assert b.src.size(1) == int(b.src_lengths.max())  # trimmed to the longest
         assert b.tgt_out.size(1) == int(n_out.max())
         assert (b.tgt_out[torch.arange(16), n_out - 1] == D.EOS_ID).all()

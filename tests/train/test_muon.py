@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
-from torch.optim._muon import _zeropower_via_newtonschulz as torch_newton_schulz
 
 from minitx.train.muon import Muon, orthogonalize, scaled_lr
 
 COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # torch.optim.Muon's defaults
+
+
+def torch_newton_schulz(matrix, coefficients, steps, eps):
+    """torch.optim.Muon's orthogonalisation of one matrix (m, n), through its public API
+    only: one step from a zero weight, without momentum or decay, moves the weight by
+    -lr' * O, with lr' = sqrt(max(1, m / n)) at lr 1 (bfloat16 O comes back exactly)."""
+    weight = torch.nn.Parameter(torch.zeros_like(matrix))
+    weight.grad = matrix.clone()
+    torch.optim.Muon([weight], lr=1.0, weight_decay=0.0, momentum=0.0,
+                     ns_coefficients=coefficients, ns_steps=steps, eps=eps).step()
+    rows, cols = matrix.shape
+    return (-weight.detach() / math.sqrt(max(1.0, rows / cols))).bfloat16()
 
 # Same-shape groups as in a transformer (three of each), wide, tall and square.
 SHAPES = [(16, 8)] * 3 + [(8, 24)] * 3 + [(12, 12)] * 2 + [(5, 7)]
@@ -130,3 +142,15 @@ def test_muon_refuses_a_vector_added_later():
     gain.grad = torch.ones(8)
     with pytest.raises(ValueError, match=r"matrices only, got a parameter of shape \(8,\)"):
         opt.step()
+
+
+def test_muon_names_bad_settings_when_it_is_built():
+    with pytest.raises(ValueError, match=r"matrices only, got a parameter of shape \(8,\)"):
+        Muon([torch.nn.Parameter(torch.ones(8))])
+    with pytest.raises(ValueError, match="need lr, momentum and weight_decay >= 0"):
+        Muon(make_params(), lr=-1.0)
+    with pytest.raises(ValueError, match="adjust_lr_fn must be None, 'original' or"):
+        Muon(make_params(), adjust_lr_fn="rms")
+    complex_matrix = torch.nn.Parameter(torch.ones(2, 2, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="real matrices with dense gradients"):
+        Muon([complex_matrix])

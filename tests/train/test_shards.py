@@ -118,7 +118,9 @@ def test_an_error_in_a_shard_reaches_the_caller_and_the_thread_count_comes_back(
     x, y = lm_batch(4)
     x[3, 0] = CFG.vocab_size  # a bad token id in the second shard, run by the pool
     before = torch.get_num_threads()
-    with ShardedGradients(2) as sharded, pytest.raises(ValueError, match="outside"):
+    # whichever names the bad id: GPT's own check, or the embedding it leaves ids to
+    bad_id = pytest.raises((ValueError, IndexError), match=r"outside|out of range")
+    with ShardedGradients(2) as sharded, bad_id:
         sharded.backward(model, language_model_loss, (x, y))
     assert torch.get_num_threads() == before
 
