@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import string
 import subprocess
@@ -220,11 +221,7 @@ def test_corrupt_dataset(capsys, tmp_path, monkeypatch):
     assert_one_line_error(code, err, "not the expected file", status=1)
 
 
-def test_train_then_sample(capsys, tmp_path, shakespeare_available):
-    if not shakespeare_available:
-        pytest.skip(
-            "tiny Shakespeare is not in data/ (python -m minitx.data download tinyshakespeare)"
-        )
+def test_train_then_sample(capsys, tmp_path, shakespeare):
     out_dir = tmp_path / "run"
     argv = ["train", "--preset", "tiny", "--out", str(out_dir), "--max-steps", "6", "--no-progress"]
     code, out, err = run([*argv, "--export", str(tmp_path / "small.pt")], capsys)
@@ -261,11 +258,9 @@ def test_train_then_sample(capsys, tmp_path, shakespeare_available):
 
 @pytest.mark.parametrize("choice, compiled", [("on", True), ("off", False), ("auto", False)])
 def test_compile_choice_reaches_the_trainer(
-    choice, compiled, capsys, tmp_path, monkeypatch, shakespeare_available
+    choice, compiled, capsys, tmp_path, monkeypatch, shakespeare
 ):
     """--compile on compiles on a CPU too; auto leaves the CPU uncompiled (the runtime's rule)."""
-    if not shakespeare_available:
-        pytest.skip("tiny Shakespeare is not in data/")
     compiled_models = []
 
     def fake_compile(model, *args, **kwargs):  # record instead of invoking a C++ compiler
@@ -307,13 +302,13 @@ def test_subprocess_exit_status_and_stderr(tmp_path):
 # ---------------------------------------------------------------- sample: KV cache
 def test_sample_uses_the_kv_cache_unless_no_cache(ckpt_path, capsys, monkeypatch):
     seen = []
-    real = GPT.generate
+    real = GPT._next_logits_fn
 
-    def spy(self, *args, **kwargs):
-        seen.append(kwargs.get("use_cache"))
-        return real(self, *args, **kwargs)
+    def spy(self, use_cache):
+        seen.append(use_cache)
+        return real(self, use_cache)
 
-    monkeypatch.setattr(GPT, "generate", spy)
+    monkeypatch.setattr(GPT, "_next_logits_fn", spy)
     base = ["sample", "--checkpoint", str(ckpt_path), "--prompt", "To be", "--num-tokens", "40"]
     for extra in (["--seed", "3"], ["--greedy"], ["--top-k", "5", "--top-p", "0.9"]):
         code, cached, err = run([*base, *extra], capsys)
@@ -324,3 +319,129 @@ def test_sample_uses_the_kv_cache_unless_no_cache(ckpt_path, capsys, monkeypatch
     assert seen == [True, False] * 3
     code, out, _ = run(["sample", "--help"], capsys)
     assert code == 0 and "--no-cache" in out
+
+
+@pytest.mark.parametrize("extra", [["--seed", "5"], ["--greedy"], ["--top-k", "3", "--seed", "1"]])
+def test_streamed_text_is_what_generate_gives(ckpt_path, capsys, extra):
+    """The command prints token by token; the text is GPT.generate's, draw for draw."""
+    from minitx.train.checkpoint import load_gpt
+
+    code, out, _ = run(["sample", "--checkpoint", str(ckpt_path), "--prompt", "To be",
+                        "--num-tokens", "50", *extra], capsys)
+    model, tok, _ = load_gpt(ckpt_path)
+    seed = int(extra[extra.index("--seed") + 1]) if "--seed" in extra else 0
+    ids = model.generate(torch.tensor([tok.encode("To be")]), 50, greedy="--greedy" in extra,
+                         top_k=3 if "--top-k" in extra else None,
+                         generator=torch.Generator().manual_seed(seed))
+    assert code == 0 and out == tok.decode(ids[0].tolist()) + "\n"
+
+
+def test_sample_flushes_each_token(ckpt_path, monkeypatch):
+    """Each token is written and flushed as it comes, not once at the end."""
+
+    class Terminal(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen_at_flush: list[str] = []
+
+        def flush(self) -> None:
+            self.seen_at_flush.append(self.getvalue())
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    code = cli.main(["sample", "--checkpoint", str(ckpt_path), "--prompt", "ab",
+                     "--num-tokens", "12"])
+    assert code == 0
+    lengths = [len(text) for text in terminal.seen_at_flush]
+    assert lengths == [*range(2, 15), 15]  # the prompt, one character a flush, the newline
+
+
+# ---------------------------------------------------------------- export: nothing lost
+def test_export_never_replaces_a_file_without_force(ckpt_path, tmp_path, capsys):
+    dst = tmp_path / "copy.pt"
+    dst.write_bytes(b"precious")
+    argv = ["export", "--checkpoint", str(ckpt_path), "--out", str(dst)]
+    code, _, err = run(argv, capsys)
+    assert_one_line_error(code, err, "already exists", "--force", status=2)
+    assert dst.read_bytes() == b"precious"
+    code, out, _ = run([*argv, "--force"], capsys)
+    assert code == 0 and "exported" in out
+    assert load_checkpoint(dst)["trainer"] is None  # (the fixture has no trainer)
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_export_never_replaces_the_checkpoint_it_reads(tmp_path, capsys, force, monkeypatch):
+    """In place, by another spelling of the same path, or with --force: refused, and the
+    run's resumable checkpoint is byte for byte what it was."""
+    from minitx.train.checkpoint import export_checkpoint
+
+    run_dir = tmp_path / "run"
+    tok = CharTokenizer.from_text(VOCAB)
+    cfg = GPTConfig(tok.vocab_size, block_size=BLOCK, n_layer=1, n_head=2, n_embd=16)
+    src = save_checkpoint(make_checkpoint(GPT(cfg), cfg, tok), run_dir / "ckpt.pt")
+    before = src.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    for out in (str(src), "run/ckpt.pt", "run/../run/ckpt.pt"):
+        code, _, err = run(["export", "--checkpoint", str(src), "--out", out, *force], capsys)
+        assert_one_line_error(code, err, "is the checkpoint being exported", status=2)
+    assert src.read_bytes() == before
+    with pytest.raises(FileExistsError):
+        export_checkpoint(src, src, overwrite=True)
+
+
+# ---------------------------------------------------------------- train: checked up front
+def test_out_that_is_a_file_fails_before_any_work(tmp_path, capsys, monkeypatch):
+    """No corpus here: had the command loaded anything first, the error would be another."""
+    monkeypatch.setenv("MINITX_DATA", str(tmp_path / "no-data"))
+    regular = tmp_path / "notes.txt"
+    regular.write_text("not a folder")
+    code, _, err = run(["train", "--preset", "tiny", "--out", str(regular), "--no-download"],
+                       capsys)
+    assert_one_line_error(code, err, f"--out {regular} is a file", status=2)
+    assert "Errno" not in err and regular.read_text() == "not a folder"
+
+
+def test_export_target_is_checked_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MINITX_DATA", str(tmp_path / "no-data"))
+    taken = tmp_path / "taken.pt"
+    taken.write_bytes(b"x")
+    code, _, err = run(["train", "--preset", "tiny", "--out", str(tmp_path / "run"),
+                        "--export", str(taken), "--no-download"], capsys)
+    assert_one_line_error(code, err, "--export", "replaces no file", status=2)
+
+
+def test_resume_goes_to_the_presets_length_unless_max_steps_says_otherwise(
+    tmp_path, capsys, shakespeare
+):
+    out = str(tmp_path / "run")
+    base = ["train", "--preset", "tiny", "--out", out, "--no-progress"]
+    assert run([*base, "--max-steps", "3"], capsys)[0] == 0
+    code, text, err = run([*base, "--resume", "--max-steps", "7"], capsys)
+    assert code == 0, err
+    assert "resuming at step 3; training to step 7, --max-steps" in text and "done: step 7" in text
+    code, text, err = run([*base, "--resume"], capsys)
+    assert code == 0, err
+    assert "training to step 50, the tiny preset's length" in text and "done: step 50" in text
+    assert load_checkpoint(tmp_path / "run" / "ckpt.pt")["trainer"]["step"] == 50
+    code, _, err = run([*base, "--resume"], capsys)  # nothing left to do: said, non-zero
+    assert_one_line_error(code, err, "already at step 50", "--max-steps", status=2)
+
+
+# ---------------------------------------------------------------- the teacher's commands
+@pytest.mark.parametrize("command", ["train", "sample", "export", "solutions", "progress",
+                                     "guide"])
+def test_every_subcommand_has_help(command, capsys):
+    code, out, err = run([command, "--help"], capsys)
+    assert code == 0 and err == "" and f"usage: minitx {command}" in out
+
+
+def test_teacher_commands_run_through_minitx(tmp_path, capsys):
+    code, out, _ = run(["solutions", "04"], capsys)
+    assert code == 0 and "04.attention (implement)" in out
+    code, out, _ = run(["guide"], capsys)
+    assert code == 0 and out.startswith("# Teaching with minitx")
+    code, out, err = run(["progress", str(tmp_path)], capsys)
+    assert_one_line_error(code, err, "no saved notebooks", str(tmp_path), status=1)
+    assert out == ""
+    code, _, err = run(["solutions"], capsys)
+    assert_one_line_error(code, err, "notebook", status=2)

@@ -6,6 +6,10 @@ teacher's guide (``TEACHING.md``), built from the exercise modules.
     python -m minitx.course.exercises guide > TEACHING.md
 
 The same commands are ``minitx solutions``, ``minitx progress`` and ``minitx guide``.
+
+The progress report trusts nothing a notebook printed: for each saved notebook it runs the
+saved check cells again, in a separate Python process with a time limit, and records what
+the checker itself says of each answer (:func:`minitx.course.exercises.rerun_cell`).
 """
 
 from __future__ import annotations
@@ -18,12 +22,29 @@ import re
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TextIO
 
-from minitx.course.exercises import KINDS, NOTEBOOKS, get, names, notes
+from minitx.course.exercises import (
+    KINDS,
+    NOTEBOOKS,
+    TeachingNotes,
+    get,
+    names,
+    notes,
+    rerun_saved_cells,
+    saved_check_cells,
+)
+from minitx.train.runtime import available_cpus
 
-RUN_TIMES = Path(__file__).resolve().parents[2] / "benchmarks" / "notebook_times.json"
+ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMES = ROOT / "benchmarks" / "notebook_times.json"
+
+
+class NothingToDo(ValueError):
+    """The input holds nothing to work on (a folder without notebooks, say)."""
 
 
 def run_times() -> tuple[str, dict[str, float]]:
@@ -61,81 +82,89 @@ def solutions(notebook: str) -> str:
     return "\n".join(blocks)
 
 
-# ---- progress: read saved notebooks, run nothing ---------------------------------------
+# ---- progress: run every saved answer through its checker again -------------------------
 
-STATUSES = ("correct", "not yet", "unanswered", "not run")
-_CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\w+)["']""")
+STATUSES = ("correct", "not yet", "unanswered", "not checked")
 
 
 @dataclass(frozen=True)
 class Progress:
-    """One exercise of one saved notebook: ``status`` is one of :data:`STATUSES`."""
+    """One exercise of one saved notebook: ``status`` is one of :data:`STATUSES`;
+    ``detail`` is the checker's hint, or why the answer could not be checked."""
 
     path: str
     exercise: str
     kind: str
     status: str
+    detail: str = ""
 
 
-def _status(name: str, outputs: list[dict]) -> str:
-    text = "".join(
-        "".join(o["text"]) if "text" in o else "".join(o.get("data", {}).get("text/plain", ""))
-        for o in outputs
-    )
-    if f"[{name}] Correct!" in text:
-        return "correct"
-    if f"[{name}] Not yet:" in text:
-        return "not yet"
-    if f"[{name}] not answered yet" in text:
-        return "unanswered"
-    return "not run"
+def _row(path: Path, name: str, verdict: list[str] | None, error: str | None) -> Progress:
+    kind = get(name).kind if name in names() else "unknown"
+    if verdict is None:
+        why = error or f"the cell did not call check({name!r}, ...)"
+        return Progress(str(path), name, kind, "not checked", why)
+    status, message = verdict
+    hint = message.split("] ", 1)[-1].removeprefix("Not yet: ")
+    detail = hint if status in ("not yet", "cannot check") else ""
+    status = "not checked" if status == "cannot check" else status
+    return Progress(str(path), name, kind, status, detail)
 
 
-def notebook_progress(path: str | Path) -> list[Progress]:
-    """The checked exercises of one saved notebook and what its stored outputs say of each.
-
-    An exercise whose check cell has no output (not run since the last edit, or cleared)
-    is ``not run``. Open questions are not listed: no checker can read them.
-    """
+def notebook_progress(path: str | Path, timeout: float = 60.0) -> list[Progress]:
+    """Each checked exercise of one saved notebook and what its checker says of the saved
+    answer, run again in a separate process (each cell with the imports and definitions of
+    the cells above it, for at most ``timeout`` seconds). Printed output counts for
+    nothing. An exercise of the notebook (by the number in its file name) that no cell
+    checks is ``not checked``; open questions are not listed: no checker can read them."""
     path = Path(path)
-    try:
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path}: expected a saved Jupyter notebook (.ipynb): {err}") from err
-    rows = []
-    for cell in cells:
-        if cell.get("cell_type") != "code":
-            continue
-        source = "".join(cell.get("source", ""))
-        for name in _CHECK_CALL.findall(source):
-            kind = get(name).kind if name in names() else "unknown"
-            rows.append(Progress(str(path), name, kind, _status(name, cell.get("outputs", []))))
-    return rows
+    jobs = saved_check_cells(path)
+    rows: dict[str, Progress] = {}  # an exercise checked in two cells: the later one counts
+    for job, result in zip(jobs, rerun_saved_cells(jobs, timeout, path.parent), strict=True):
+        for name in job["names"]:
+            rows[name] = _row(path, name, result["verdicts"].get(name), result["error"])
+    number = re.search(r"(?<!\d)(\d\d)_", path.name)
+    for name in names(number.group(1)) if number and number.group(1) in NOTEBOOKS else []:
+        if name not in rows and get(name).kind != "think":
+            rows[name] = _row(path, name, None, "no cell of the notebook checks it")
+    return list(rows.values())
 
 
-def progress(paths: Iterable[str | Path]) -> list[Progress]:
-    """:func:`notebook_progress` over notebooks and folders of notebooks (searched deeply)."""
+def progress(paths: Iterable[str | Path], timeout: float = 60.0) -> list[Progress]:
+    """:func:`notebook_progress` over notebooks and folders of notebooks (searched deeply),
+    as many files at a time as there are CPU cores. Raises ``NothingToDo`` when the paths
+    hold no notebook, or no notebook checks anything."""
     files: list[Path] = []
-    for p in map(Path, paths):
+    paths = [Path(p) for p in paths]
+    for p in paths:
         if p.is_dir():
             files += sorted(f for f in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in f.parts)
         elif p.exists():
             files.append(p)
         else:
             raise FileNotFoundError(f"no such notebook or folder: {p}")
-    return [row for f in files for row in notebook_progress(f)]
+    where = ", ".join(map(str, paths))
+    if not files:
+        raise NothingToDo(f"no saved notebooks (.ipynb) in {where}")
+    with ThreadPoolExecutor(max_workers=max(1, min(len(files), available_cpus()))) as pool:
+        per_file = list(pool.map(lambda f: notebook_progress(f, timeout), files))
+    rows = [row for file_rows in per_file for row in file_rows]
+    if not rows:
+        raise NothingToDo(f"no cell of the notebooks in {where} calls check(...)")
+    return rows
 
 
-def write_csv(rows: Sequence[Progress], out) -> None:
-    """The rows as CSV: path, exercise, kind, status."""
+def write_csv(rows: Sequence[Progress], out: TextIO) -> None:
+    """The rows as CSV: path, exercise, kind, status, detail."""
     writer = csv.writer(out)
-    writer.writerow(["path", "exercise", "kind", "status"])
+    writer.writerow(["path", "exercise", "kind", "status", "detail"])
     for r in rows:
-        writer.writerow([r.path, r.exercise, r.kind, r.status])
+        writer.writerow([r.path, r.exercise, r.kind, r.status, r.detail])
 
 
 def summary(rows: Sequence[Progress]) -> str:
-    """One line per notebook file: how many of its checked exercises are correct."""
+    """One line per notebook file: how many of its checked exercises are correct, and how
+    many could not be checked."""
     per_file: dict[str, list[Progress]] = {}
     for r in rows:
         per_file.setdefault(r.path, []).append(r)
@@ -143,21 +172,45 @@ def summary(rows: Sequence[Progress]) -> str:
     for path, items in per_file.items():
         done = [r.exercise for r in items if r.status == "correct"]
         which = f" ({', '.join(done)})" if done else ""
-        lines.append(f"{path}: {len(done)}/{len(items)} correct{which}")
+        unchecked = sum(r.status == "not checked" for r in items)
+        rest = f"; {unchecked} not checked (see --csv)" if unchecked else ""
+        lines.append(f"{path}: {len(done)}/{len(items)} correct{which}{rest}")
     return "\n".join(lines)
 
 
 # ---- the teacher's guide -----------------------------------------------------------------
 
+START_HERE = TeachingNotes(
+    "00",
+    goals=(
+        "Check that Python, PyTorch, ipywidgets and matplotlib are recent enough and work, "
+        "on the device the course will use.",
+        "Get the tiny Shakespeare corpus in place, verified, or know the command that does.",
+        "See how the course is organised: one idea per notebook, the code in the package.",
+        "See how the checked exercises work: replace None, run the cell, read Correct or a "
+        "hint; never the solution.",
+    ),
+    misconceptions=(
+        "Any copy of tiny Shakespeare will do; a file of another size or checksum is "
+        "refused, so that every learner's numbers match the printed ones.",
+        "The numbers match the printed ones whatever order the cells run in; the first cell "
+        "seeds the generators, so they match when the notebook runs top to bottom.",
+        "Widgets that render as `VBox(children=...)` mean a broken install; the front end "
+        "does not show widgets (use JupyterLab or VS Code).",
+    ),
+    reading_minutes=10,
+    assign=(),
+)
+
 
 def _titles() -> dict[str, str]:
-    root = Path(__file__).resolve().parents[2] / "notebooks"
     titles = {}
-    for nb in sorted(root.glob("[0-9][0-9]_*.ipynb")):
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         first = json.loads(nb.read_text(encoding="utf-8"))["cells"][0]
         heading = "".join(first["source"]).splitlines()[0].lstrip("# ").strip()
         titles[nb.name[:2]] = heading
     return titles
+
 
 
 def guide() -> str:
@@ -169,30 +222,36 @@ def guide() -> str:
         "# Teaching with minitx",
         "",
         "Generated by `python -m minitx.course.exercises guide` from the exercise modules "
-        "(`minitx/exercises/nbNN.py`); edit those, not this file.",
+        "(`minitx/course/exercises/nbNN.py`; notebook 00's entry is in "
+        "`minitx/course/teacher.py`); edit those, not this file.",
         "",
         "- Solutions to the checked exercises: `minitx solutions NN` (e.g. `minitx solutions 04`).",
-        "- A progress table over submitted notebooks, read without running them: "
-        "`minitx progress submissions/ --csv progress.csv`.",
+        "- A progress table over submitted notebooks: `minitx progress submissions/ --csv "
+        "progress.csv`. It trusts nothing a notebook printed: it runs each saved check cell "
+        "again (with the imports and definitions of the cells above it, in a separate "
+        "process, at most 60 s a cell) and reports what the checker says of the saved answer. "
+        "That runs the learners' code: do it where that is acceptable.",
         "- Run times: each notebook run top to bottom in a fresh kernel by "
         f"`python benchmarks/bench_notebooks.py --record` on {machine or 'no machine yet'} "
         "(the machine the course's own CI runs on). Re-run it on your machines to plan a class.",
         "",
     ]
-    for notebook in NOTEBOOKS:
-        info = notes(notebook)
-        exs = [get(n) for n in names(notebook)]
-        out.append(f"## {titles.get(notebook, notebook)}")
-        out.append("")
+    for notebook in ("00", *NOTEBOOKS):
+        info = START_HERE if notebook == "00" else notes(notebook)
+        exs = [get(n) for n in names(notebook)] if notebook in NOTEBOOKS else []
+        out += [f"## {titles.get(notebook, notebook)}", ""]
         run = seconds.get(notebook)
         times = f"reading about {info.reading_minutes} min" if info else "reading time not given"
         if run is not None:
             times += f"; running top to bottom {run:.0f} s"
         out += [f"*{times}*", ""]
         if info:
-            out += ["**Learning goals**", "", *(f"- {g}" for g in info.goals), ""]
-            out += ["**Misconceptions it targets**", ""]
+            out += ["**Learning goals**", "", *(f"- {g}" for g in info.goals)]
+            out += ["", "**Misconceptions it targets**", ""]
             out += [*(f"- {m}" for m in info.misconceptions), ""]
+        if not exs:
+            out += ["**Exercises**: none of its own; it shows `check` on `01.encode`.", ""]
+            continue
         out += ["**Exercises**", "", "| exercise | kind | assign |", "|---|---|---|"]
         assign = set(info.assign) if info else set()
         out += [f"| `{e.name}` | {e.kind} | {'yes' if e.name in assign else ''} |" for e in exs]
@@ -207,45 +266,89 @@ def counts() -> dict[str, dict[str, int]]:
     return {nb: {k: sum(get(n).kind == k for n in names(nb)) for k in KINDS} for nb in NOTEBOOKS}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="minitx.course.exercises", description=__doc__.split("\n")[0]
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sol = sub.add_parser("solutions", help="print the solutions of one notebook's exercises")
-    sol.add_argument("notebook", help="two digits, e.g. 04")
-    prog = sub.add_parser("progress", help="which exercises saved notebooks answer correctly")
-    prog.add_argument("paths", nargs="+", help="notebooks or folders of notebooks")
-    prog.add_argument("--csv", help="write the table to this file ('-' for standard output)")
-    sub.add_parser("guide", help="print TEACHING.md")
-    args = parser.parse_args(argv)
+# ---- the commands ------------------------------------------------------------------------
+
+COMMANDS = {
+    "solutions": "print the solutions of one notebook's exercises (e.g. minitx solutions 04)",
+    "progress": "re-check the answers of saved notebooks, as a table (--csv FILE)",
+    "guide": "print the teacher's guide, TEACHING.md",
+}
+
+
+def add_commands(sub: Any) -> None:
+    """Add the ``solutions``, ``progress`` and ``guide`` subcommands to ``sub`` (what
+    ``ArgumentParser.add_subparsers`` returns); :func:`run` runs them."""
+    sol = sub.add_parser("solutions", help=COMMANDS["solutions"],
+                         description="Print every exercise of a notebook with its solution.")
+    sol.add_argument("notebook", help=f"two digits, {NOTEBOOKS[0]} to {NOTEBOOKS[-1]}")
+    prog = sub.add_parser(
+        "progress", help=COMMANDS["progress"],
+        description="Run every saved check cell of learners' notebooks again, in a separate "
+        "process, and list what the checker says of each answer (printed output counts for "
+        "nothing). This runs the learners' code.")
+    prog.add_argument("paths", nargs="+", metavar="PATH",
+                      help="saved notebooks (.ipynb) or folders of them (searched deeply)")
+    prog.add_argument("--csv", metavar="FILE",
+                      help="also write the table to FILE ('-': only the table, to stdout)")
+    prog.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                      help="seconds each check cell may run (default 60)")
+    sub.add_parser("guide", help=COMMANDS["guide"],
+                   description="Print the teacher's guide (TEACHING.md) built from the "
+                   "exercise modules.")
+
+
+def run(args: argparse.Namespace, prog: str = "minitx") -> int:
+    """Run the teacher's command ``args.command``; errors are one line on stderr, status 2
+    for bad input and 1 when the input holds nothing to do."""
     try:
         if args.command == "solutions":
             print(solutions(args.notebook.zfill(2)))
         elif args.command == "progress":
-            rows = progress(args.paths)
+            if not args.timeout > 0:
+                raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+            if args.csv not in (None, "-") and Path(args.csv).is_dir():
+                raise ValueError(f"--csv {args.csv} is a folder; name the file to write")
+            rows = progress(args.paths, args.timeout)
             if args.csv == "-":
                 write_csv(rows, sys.stdout)
-            else:
-                if args.csv:
-                    with open(args.csv, "w", newline="", encoding="utf-8") as f:
-                        write_csv(rows, f)
-                print(summary(rows))
+                return 0
+            if args.csv:
+                with open(args.csv, "w", newline="", encoding="utf-8") as f:
+                    write_csv(rows, f)
+            print(summary(rows))
         else:
             print(guide(), end="")
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except NothingToDo as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as err:
+        if isinstance(err, OSError) and err.strerror and err.filename:
+            err = f"{err.filename}: {err.strerror}"  # not "[Errno 13] ..."
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     return 0
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m minitx.course.exercises COMMAND``: the teacher's commands alone."""
+    parser = argparse.ArgumentParser(prog="minitx.course.exercises",
+                                     description=__doc__.split("\n")[0])
+    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    return run(parser.parse_args(argv), parser.prog)
+
+
 __all__ = [
+    "COMMANDS",
+    "STATUSES",
+    "NothingToDo",
     "Progress",
+    "add_commands",
     "counts",
     "guide",
     "main",
     "notebook_progress",
     "progress",
+    "run",
     "solution_text",
     "solutions",
     "summary",

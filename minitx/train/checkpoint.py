@@ -20,15 +20,15 @@ An *exported* checkpoint (``strip_checkpoint`` / ``export_checkpoint``) keeps th
 vocabulary, config, step and history, but not the optimizer state or RNG states: it can be
 sampled from and evaluated, not resumed.
 
-Anything wrong with a file (missing, empty, truncated, not a PyTorch file, a PyTorch
-file that is not a minitx checkpoint) raises ``CheckpointError`` (a ``ValueError``) whose
-message names the file and what is wrong.
+Anything wrong with a file (missing, empty, truncated, not a PyTorch file, a PyTorch file
+that is not a minitx checkpoint) raises ``CheckpointError`` (a ``ValueError``) naming it.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import tempfile
 import warnings
 import zipfile
 from dataclasses import asdict, is_dataclass
@@ -136,8 +136,9 @@ def _check_plain(obj: Any, where: str = "checkpoint") -> None:
 
 
 def save_checkpoint(ckpt: dict, path: str | os.PathLike) -> Path:
-    """Write ``ckpt`` to ``path`` atomically (a temporary file, then a rename), so an
-    interrupted save never leaves a half-written checkpoint behind. Returns the path.
+    """Write ``ckpt`` to ``path`` atomically: a temporary file in the same folder, flushed
+    to disk, then ``os.replace``, so an interrupted save never leaves a half-written
+    checkpoint behind and the file it replaces stays whole until then. Returns the path.
 
     Raises ``TypeError`` if ``ckpt`` holds anything but tensors and plain Python values
     (it could not be loaded back with ``weights_only=True``).
@@ -145,13 +146,18 @@ def save_checkpoint(ckpt: dict, path: str | os.PathLike) -> Path:
     _check_structure(ckpt, "the checkpoint to save")
     _check_plain(ckpt)
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; a checkpoint is written to a file")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        torch.save(ckpt, tmp)
+        with os.fdopen(fd, "wb") as f:
+            torch.save(ckpt, f)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
     return path
 
 
@@ -331,10 +337,20 @@ def strip_checkpoint(ckpt: dict, dtype: str = "float32") -> dict:
     return out
 
 
-def export_checkpoint(
-    src: str | os.PathLike, dst: str | os.PathLike, dtype: str = "float32"
-) -> Path:
-    """Load ``src``, strip it (``strip_checkpoint``) and save it to ``dst``. Returns ``dst``."""
+def export_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, dtype: str = "float32",
+                      *, overwrite: bool = False) -> Path:
+    """Load ``src``, strip it (``strip_checkpoint``) and save it to ``dst``. Returns ``dst``.
+
+    ``dst`` may not be ``src`` (exporting in place would replace a resumable run with a copy
+    that cannot resume), and an existing ``dst`` is replaced only with ``overwrite=True``;
+    either is a ``FileExistsError``, raised before anything is read."""
+    src, dst = Path(src), Path(dst)
+    same = dst.exists() and src.exists() and os.path.samefile(src, dst)  # a link counts too
+    if same or dst.resolve() == src.resolve():
+        raise FileExistsError(f"{dst} is the checkpoint being exported: exporting in place "
+                              "would replace a resumable run; write the copy to another file")
+    if dst.exists() and not overwrite:
+        raise FileExistsError(f"{dst} already exists; --force (overwrite=True) replaces it")
     return save_checkpoint(strip_checkpoint(load_checkpoint(src), dtype), dst)
 
 

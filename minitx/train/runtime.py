@@ -6,7 +6,9 @@ names one. ``plan_runtime`` turns a request (device, dtype, compile, threads) in
 ``with`` block and puts every global setting back afterwards, and ``threads(n)`` does the
 same for the thread count alone. Nothing in the package changes torch's global state outside
 such a block, except ``minitx.course.notebook.setup_notebook``, whose job is to set up a notebook's
-session.
+session. :class:`DeferredInterrupt` and :class:`TerminateAsInterrupt` turn Ctrl-C and SIGTERM
+into a stop at the end of a training step; ``check_run_folder`` checks where a run will write
+before it starts, and ``describe`` says in one line where it computes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -175,10 +178,6 @@ def threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-
-
-
-
 @contextlib.contextmanager
 def activated(runtime: Runtime) -> Iterator[None]:
     """Switch on what ``runtime`` asks for (TF32 on CUDA, the thread count on the CPU) for
@@ -206,22 +205,28 @@ class DeferredInterrupt:
     """Turn the first SIGINT into a flag checked between steps, so a checkpoint is consistent.
 
     A second Ctrl-C raises at once. Signal handlers can only be set from the main
-    thread; elsewhere the plain ``KeyboardInterrupt`` path of the loop is used.
+    thread; elsewhere the plain ``KeyboardInterrupt`` path of the loop is used. A SIGTERM
+    that :class:`TerminateAsInterrupt` passes on is handled the same way. ``quiet``: say
+    nothing on stderr when the first one comes (the caller says what it does).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, quiet: bool = False) -> None:
         self.requested = False
+        self.quiet = quiet
         self._previous = None
         self._installed = False
 
-    def _handler(self, signum, frame) -> None:
+    def _handler(self, signum: int, frame: object) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        print(
-            "\ninterrupt: stopping after this step (Ctrl-C again to abort at once)",
-            file=sys.stderr,
-        )
+        if self.quiet:
+            return
+        if signum == signal.SIGTERM:
+            text = "\nterminated (SIGTERM): stopping after this step to save a checkpoint"
+        else:
+            text = "\ninterrupt: stopping after this step (Ctrl-C again to abort at once)"
+        print(text, file=sys.stderr, flush=True)
 
     def __enter__(self) -> DeferredInterrupt:
         if threading.current_thread() is threading.main_thread():
@@ -229,19 +234,98 @@ class DeferredInterrupt:
             self._installed = True
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._installed:
             signal.signal(signal.SIGINT, self._previous)
             self._installed = False
 
 
+class TerminateAsInterrupt:
+    """Treat SIGTERM (a closed terminal, ``timeout``, a JupyterHub culler) like Ctrl-C for
+    the duration of a ``with`` block: each SIGTERM goes to whatever handles SIGINT at that
+    moment, so inside :class:`DeferredInterrupt` a run stops at the end of its step and
+    saves, elsewhere ``KeyboardInterrupt`` is raised. ``received`` tells the caller that
+    the stop came from SIGTERM (by convention its exit status is then 128 + 15 = 143).
+    Outside the main thread it does nothing.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous = None
+        self._installed = False
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.received = True
+        on_interrupt = signal.getsignal(signal.SIGINT)
+        if not callable(on_interrupt):  # SIG_IGN or SIG_DFL: nobody would save
+            raise KeyboardInterrupt
+        on_interrupt(signum, frame)
+
+    def __enter__(self) -> TerminateAsInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._handler)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._installed = False
+
+
+def check_run_folder(
+    out: str | os.PathLike,
+    *,
+    resume: bool,
+    export: str | os.PathLike | None = None,
+    max_steps: int | None = None,
+) -> Path:
+    """The checkpoint path of a run saved in folder ``out`` (``out/ckpt.pt``), checked before
+    any work starts, so that a mistake fails at once and nothing is overwritten: ``out``
+    must not be a file; ``resume`` needs the checkpoint, a new run must not find one;
+    ``export`` (the stripped copy written at the end) must be a new file; ``max_steps``,
+    when given, >= 1. A ``ValueError`` says what is wrong, in words for ``minitx train``.
+    """
+    out = Path(out)
+    if max_steps is not None and max_steps < 1:
+        raise ValueError(f"--max-steps must be >= 1, got {max_steps}")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; --out names the folder the run is saved in")
+    path = out / "ckpt.pt"
+    if resume and not path.exists():
+        raise ValueError(f"nothing to resume: no checkpoint at {path}")
+    if not resume and path.exists():
+        raise ValueError(f"{path} exists; add --resume to continue that run, or choose "
+                         "another --out")
+    if export is not None and (Path(export).exists() or Path(export).resolve() == path.resolve()):
+        raise ValueError(f"--export {export} exists (or is the run's checkpoint); choose "
+                         "another path: the export replaces no file")
+    return path
+
+
+def describe(runtime: Runtime, shards: int = 1) -> str:
+    """One line on where a run computes: "cpu (float32, 2 threads)", "cuda (bfloat16,
+    compiled)"; ``shards`` > 1 adds how each batch is split (see ``minitx.train.shards``)."""
+    parts = [str(runtime.dtype).replace("torch.", "")]
+    if runtime.device.type == "cpu":
+        parts.append(f"{runtime.num_threads} thread{'s' if runtime.num_threads != 1 else ''}")
+    if shards > 1:
+        parts.append(f"each batch in {shards} row shards")
+    if runtime.compile:
+        parts.append("compiled")
+    return f"{runtime.device} ({', '.join(parts)})"
+
+
 __all__ = [
     "DeferredInterrupt",
     "Runtime",
+    "TerminateAsInterrupt",
     "activated",
     "autocast",
     "available_cpus",
+    "check_run_folder",
     "cpu_threads",
+    "describe",
     "plan_runtime",
     "select_device",
     "threads",

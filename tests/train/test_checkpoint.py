@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,56 @@ def test_make_checkpoint_checks_its_arguments(saved):
         make_checkpoint(model, "config", tok)
     with pytest.raises(TypeError, match="preset"):
         make_checkpoint(model, model.config, tok, preset=3)
+
+
+# ---------------------------------------------------------------- nothing lost
+def test_a_failed_save_leaves_the_old_file_whole_and_no_temporary_file(saved, tmp_path,
+                                                                        monkeypatch):
+    """Writes go to a temporary file in the same folder, then ``os.replace``: a save that
+    dies half way (a full disk, a kill) leaves the previous checkpoint as it was."""
+    path, model, tok, trainer = saved
+    target = tmp_path / "ckpt.pt"
+    target.write_bytes(path.read_bytes())
+    before = target.read_bytes()
+    ckpt = make_checkpoint(model, model.config, tok, trainer)
+    real_save = torch.save
+
+    def dies_half_way(obj, f, *args, **kwargs):
+        f.write(b"PK\x03\x04 half a file")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(torch, "save", dies_half_way)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(ckpt, target)
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
+    monkeypatch.setattr(torch, "save", real_save)
+    save_checkpoint(ckpt, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
+    assert load_checkpoint(target)["trainer"]["step"] == 3
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        save_checkpoint(ckpt, tmp_path)
+
+
+def test_export_refuses_to_overwrite_and_never_replaces_its_source(saved, tmp_path,
+                                                                   monkeypatch):
+    path, *_ = saved
+    run = tmp_path / "run"
+    run.mkdir()
+    src = run / "ckpt.pt"
+    src.write_bytes(path.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link.pt").symlink_to(src)
+    os.link(src, tmp_path / "hard.pt")
+    for dst in (src, Path("run/ckpt.pt"), Path("run/../run/ckpt.pt"), Path("link.pt"),
+                Path("hard.pt")):
+        for overwrite in (False, True):
+            with pytest.raises(FileExistsError, match="is the checkpoint being exported"):
+                export_checkpoint(src, dst, overwrite=overwrite)
+    assert is_resumable(load_checkpoint(src))
+    other = tmp_path / "other.pt"
+    other.write_bytes(b"keep me")
+    with pytest.raises(FileExistsError, match="already exists"):
+        export_checkpoint(src, other)
+    assert other.read_bytes() == b"keep me"
+    assert not is_resumable(load_checkpoint(export_checkpoint(src, other, overwrite=True)))

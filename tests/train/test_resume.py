@@ -130,28 +130,30 @@ def test_the_comparison_can_fail_without_the_rng_state(tmp_path, uninterrupted):
     assert max(diffs) > 1e-4
 
 
-def test_ctrl_c_in_minitx_train_then_resume_matches(tmp_path, monkeypatch, shakespeare_available):
-    """End to end through the command: Ctrl-C at step 3 of 8, ``--resume``, same weights."""
-    if not shakespeare_available:
-        pytest.skip(
-            "tiny Shakespeare is not in data/ (python -m minitx.data download tinyshakespeare)"
-        )
+@pytest.mark.needs_shakespeare
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stop_in_minitx_train_then_resume_matches(tmp_path, monkeypatch, signum):
+    """End to end through the command: Ctrl-C or SIGTERM (a closed terminal, ``timeout``, a
+    JupyterHub culler) at step 3 of 8 saves step 3, ``--resume`` continues, same weights."""
     from minitx import cli
 
+    before = signal.getsignal(signal.SIGTERM)
     common = ["train", "--preset", "tiny", "--max-steps", "8", "--no-progress"]
     assert cli.main([*common, "--out", str(tmp_path / "straight")]) == 0
 
     original = Trainer._train_step
 
-    def step_then_ctrl_c(self):
+    def step_then_signal(self):
         result = original(self)
         if self.step == 3:
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signum)
         return result
 
-    monkeypatch.setattr(Trainer, "_train_step", step_then_ctrl_c)
-    assert cli.main([*common, "--out", str(tmp_path / "broken")]) == cli.EXIT_INTERRUPTED
+    monkeypatch.setattr(Trainer, "_train_step", step_then_signal)
+    expected = cli.EXIT_TERMINATED if signum == signal.SIGTERM else cli.EXIT_INTERRUPTED
+    assert cli.main([*common, "--out", str(tmp_path / "broken")]) == expected
     assert load_checkpoint(tmp_path / "broken" / "ckpt.pt")["trainer"]["step"] == 3
+    assert signal.getsignal(signal.SIGTERM) is before  # put back after the command
     monkeypatch.setattr(Trainer, "_train_step", original)
     assert cli.main([*common, "--out", str(tmp_path / "broken"), "--resume"]) == 0
 

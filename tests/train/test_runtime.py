@@ -3,6 +3,8 @@ and every change it makes is undone when its block ends."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -10,7 +12,17 @@ import pytest
 import torch
 
 from minitx.nn.modes import model_device
-from minitx.train.runtime import activated, autocast, plan_runtime, select_device, threads
+from minitx.train.runtime import (
+    DeferredInterrupt,
+    TerminateAsInterrupt,
+    activated,
+    autocast,
+    check_run_folder,
+    describe,
+    plan_runtime,
+    select_device,
+    threads,
+)
 
 
 def test_threads_restores_the_thread_count_even_after_an_error():
@@ -82,3 +94,62 @@ def test_model_device_is_where_the_parameters_are():
     assert model_device(torch.nn.Identity()) == torch.device("cpu")  # no parameters
     with torch.device("meta"):
         assert model_device(torch.nn.Linear(2, 2)) == torch.device("meta")
+
+
+# ---------------------------------------------------------------- signals and run folders
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_is_a_deferred_interrupt_inside_the_training_loop(capsys):
+    """Inside DeferredInterrupt (the Trainer's loop), SIGTERM sets the flag that stops the
+    run after its step, as Ctrl-C does; both handlers come back afterwards."""
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with TerminateAsInterrupt() as term, DeferredInterrupt() as interrupt:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert interrupt.requested and term.received
+        with pytest.raises(KeyboardInterrupt):  # a second one aborts at once
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+    assert "terminated (SIGTERM): stopping after this step" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_outside_the_loop_is_a_keyboard_interrupt():
+    with TerminateAsInterrupt() as term, pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert term.received
+    with TerminateAsInterrupt() as term:
+        pass
+    assert not term.received
+
+
+def test_a_quiet_deferred_interrupt_says_nothing(capsys):
+    with DeferredInterrupt(quiet=True) as interrupt:
+        os.kill(os.getpid(), signal.SIGINT)
+    assert interrupt.requested and capsys.readouterr().err == ""
+
+
+def test_describe_says_where_a_run_computes():
+    cpu = plan_runtime("cpu", threads=2)
+    assert describe(cpu) == "cpu (float32, 2 threads)"
+    assert describe(cpu, shards=2) == "cpu (float32, 2 threads, each batch in 2 row shards)"
+    cuda = plan_runtime("cuda", cuda_available=True, mps_available=False, bf16_supported=True)
+    assert describe(cuda) == "cuda (bfloat16, compiled)"
+
+
+def test_check_run_folder_fails_before_any_work(tmp_path):
+    run = tmp_path / "run"
+    assert check_run_folder(run, resume=False) == run / "ckpt.pt"
+    (tmp_path / "file").write_text("x")
+    for kwargs, message in (
+        ({"out": tmp_path / "file", "resume": False}, "is a file"),
+        ({"out": run, "resume": True}, "nothing to resume"),
+        ({"out": run, "resume": False, "max_steps": 0}, "--max-steps must be >= 1"),
+        ({"out": run, "resume": False, "export": tmp_path / "file"}, "replaces no file"),
+        ({"out": run, "resume": False, "export": run / "ckpt.pt"}, "run's checkpoint"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            check_run_folder(**kwargs)
+    run.mkdir()
+    (run / "ckpt.pt").write_bytes(b"x")
+    with pytest.raises(ValueError, match="add --resume"):
+        check_run_folder(run, resume=False)
+    assert check_run_folder(run, resume=True) == run / "ckpt.pt"

@@ -361,7 +361,8 @@ teaching_notes(
     goals=(
         "Count a GPT's parameters from its sizes, and reconcile the count with another "
         "implementation's (nanoGPT leaves the position embeddings out of its count).",
-        "Train a small GPT (AdamW, warmup and cosine decay, clipping) and judge it against "
+        "Train a small GPT (Muon for the block matrices + AdamW, warmup-stable-decay, "
+        "clipping) and judge it against "
         "yardsticks: ln V for guessing, a counted bigram model, the training loss.",
         "Choose a decoding rule knowing what it does to the distribution, and implement "
         "top-p filtering.",
