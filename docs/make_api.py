@@ -66,7 +66,7 @@ GROUPS = [
             "minitx.cli",
         ],
     ),
-    ("The encoder-decoder transformer (09)", ["minitx.nn.encoder_decoder"]),
+    ("The encoder-decoder transformer (10)", ["minitx.nn.encoder_decoder"]),
     ("Pictures (every notebook)", ["minitx.viz.plots", "minitx.viz.heatmap", "minitx.viz.arrays",
                                   "minitx.viz.alt_text"]),
     (

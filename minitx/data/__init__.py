@@ -6,7 +6,7 @@
     batches     random and sequential (B, T) windows of a token tensor
     text_stats  repetition and verbatim copying in generated text
     recall      the delayed-recall task of notebook 02
-    dates       the date-translation task of notebooks 03 and 09
+    dates       the date-translation task of notebooks 03 and 10
     relations   the two-relations task of notebook 06
 """
 

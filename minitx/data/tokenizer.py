@@ -2,7 +2,7 @@
 
 ``word_tokenize`` splits a sentence into words and punctuation marks (notebooks 01 and 04).
 ``CharTokenizer`` is the package's one character vocabulary: every distinct character is
-one token (the language models of notebooks 05 and 08, the tasks of notebooks 03, 06, 09):
+one token (the language models of notebooks 05 and 08, the tasks of notebooks 03, 06, 10):
 
     >>> tok = CharTokenizer.from_text("hello world")
     >>> tok.chars

@@ -30,7 +30,7 @@ from exercise_cases import Case
 from minitx.course.exercises import NOTEBOOKS, call_learner, check, close, get, names
 
 UNREADABLE = "could not read your answer"
-MODULES = {nb: importlib.import_module(f"exercise_cases.nb{nb}") for nb in NOTEBOOKS}
+MODULES = {nb: importlib.import_module(f"exercise_cases.nb{nb}") for nb in NOTEBOOKS if names(nb)}
 TABLE: dict[str, Case] = {name: case for m in MODULES.values() for name, case in m.CASES.items()}
 CHECKED = [n for n in names() if get(n).kind != "think"]
 

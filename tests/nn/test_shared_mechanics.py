@@ -93,7 +93,7 @@ def test_gpt_and_the_encoder_decoder_share_the_cache_type():
     with torch.no_grad():
         _, cache, _ = model.decode_cached(tgt, memory, None, None)
     assert isinstance(cache, KVCache) and len(cache.layers) == 2
-    k_self, v_self, k_mem, v_mem = cache[0]  # what notebook 09 unpacks
+    k_self, v_self, k_mem, v_mem = cache[0]  # what notebook 10 unpacks
     assert k_self.shape == v_self.shape == (3, 4, 2, 4)
     assert k_mem.shape == v_mem.shape == (3, 4, 6, 4)
     assert cache.length == 2 and cache.batch_size == 3

@@ -1,11 +1,11 @@
-"""Exercise cases of notebook 09: see tests/course/test_exercise_answers.py."""
+"""Exercise cases of notebook 10: see tests/course/test_exercise_answers.py."""
 
 from __future__ import annotations
 
 import torch
 
 from exercise_cases import Case, prediction
-from minitx.course.exercises import nb09 as E
+from minitx.course.exercises import nb10 as E
 
 
 def shift_right(tgt, bos_id):
@@ -61,7 +61,7 @@ def beam_step_by_loop(log_probs, beam_scores, beam_width):
 
 
 CASES: dict[str, Case] = {
-    "09.beam_step": Case(
+    "10.beam_step": Case(
         right=(
             beam_step,
             beam_step_by_loop,
@@ -78,7 +78,7 @@ CASES: dict[str, Case] = {
             (lambda lp, s, w: beam_step(lp[:, :1], s[:, :1], w), "first wrong score"),
         ),
     ),
-    "09.kv_cache": Case(
+    "10.kv_cache": Case(
         right=(key_vectors_by_formula, key_vectors_by_loop, E.key_vectors),
         wrong=(
             (lambda steps, S: {"without": steps * steps, "with": steps}, "not all of them"),
@@ -92,13 +92,13 @@ CASES: dict[str, Case] = {
         ),
         never=("(steps + 1)", "sum(range"),
     ),
-    "09.source_change": prediction(
+    "10.source_change": prediction(
         ("C", " (c) "),  # a letter in any case, with or without brackets
         {"a": "does the memory change", "b": "which mask, if any", "d": "untrained"},
         no_letter=("x", 3),
         never=("all 11", "every position"),
     ),
-    "09.shift_right": Case(
+    "10.shift_right": Case(
         right=(
             shift_right,
             E.shift_right,

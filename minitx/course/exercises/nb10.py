@@ -1,4 +1,4 @@
-"""Exercises of notebook 09 (the encoder-decoder transformer): a prediction (what a change
+"""Exercises of notebook 10 (the encoder-decoder transformer): a prediction (what a change
 in the source reaches), the decoder's input, one beam-search step, what the KV cache saves,
 and two open questions.
 
@@ -54,7 +54,7 @@ def _shift_hint(name: str, got: dict, want: dict, args: tuple) -> str:
 
 
 @implement(
-    "09.shift_right",
+    "10.shift_right",
     "Write shift_right(tgt, bos_id): tgt is a (B, T) tensor of target ids; return the "
     "decoder's input under teacher forcing, a new (B, T) tensor: the start id, then the "
     "target one step late (its last token dropped). Answer with the function.",
@@ -105,7 +105,7 @@ BEAM_OUTPUTS = ("scores", "parent", "token")
 
 
 @implement(
-    "09.beam_step",
+    "10.beam_step",
     "Write beam_step(log_probs, beam_scores, beam_width): log_probs (B, W, V) are the "
     "next-token log-probabilities of W beams, beam_scores (B, W) their summed "
     "log-probabilities so far (-inf for beams that do not exist yet). Return (scores, parent, "
@@ -195,7 +195,7 @@ def source_change_truth() -> str:
 
 
 predict(
-    "09.source_change",
+    "10.source_change",
     f"Feed the untrained date transformer the source {SOURCE_EXAMPLE!r} and the shifted "
     "target of '1998-03-14' (11 decoder positions, teacher forcing). Now change source "
     f"character {SOURCE_CHANGE[0]} (the 'a' of 'march') to {SOURCE_CHANGE[1]!r} and feed "
@@ -281,7 +281,7 @@ def _kv_hint(got: Any, steps: int, S: int) -> str | None:
 
 
 @compute(
-    "09.kv_cache",
+    "10.kv_cache",
     "A decoder writes greedily for `steps` steps, one token per step, from a source of "
     "`source_length` characters. Write key_vectors(steps, source_length) that returns how "
     "many key vectors the self-attention of ONE decoder layer computes over all the steps: "
@@ -297,7 +297,7 @@ def _kv_cache(answer: Any) -> str | None:
 # ---- open questions ----------------------------------------------------------------------
 
 think(
-    "09.fair_budget",
+    "10.fair_budget",
     "This notebook gave both models the same number of steps and the same batches. Would "
     "equal seconds of training on your laptop, or equal floating-point operations, be "
     "fairer? Which model would each choice favour, and why? What would you measure to run "
@@ -313,7 +313,7 @@ think(
 )
 
 think(
-    "09.century",
+    "10.century",
     "The century digits '19' of '3/3/98' appear nowhere in the input. Where would you want "
     "a model's cross-attention to look while writing them, and what does your answer say "
     "about reading attention weights as an alignment?",
@@ -326,7 +326,7 @@ think(
 )
 
 teaching_notes(
-    "09",
+    "10",
     70,
     "source_change shift_right beam_step fair_budget",
     goals=(
