@@ -278,22 +278,15 @@ def _check_sampling(args: argparse.Namespace) -> None:
 
 
 def _tokens(model: Any, idx: Any, args: argparse.Namespace) -> Iterator[int]:
-    """The sampled tokens one at a time: ``GPT.generate``'s loop (same draws, same KV cache)."""
+    """The sampled tokens one at a time, as ``GPT.generate`` draws them."""
     import torch
-
-    from minitx.nn.generation import sample_next
-    from minitx.nn.modes import evaluating
 
     generator = torch.Generator(device=idx.device).manual_seed(args.seed)
     temperature = 1.0 if args.temperature is None else args.temperature
-    with evaluating(model):
-        next_logits = model._next_logits_fn(not args.no_cache)
-        for _ in range(args.num_tokens):
-            logits = next_logits(idx[:, -model.config.block_size :])  # (1, V)
-            nxt = sample_next(logits, temperature, args.top_k, args.top_p,
-                              greedy=args.greedy, generator=generator)  # (1, 1)
-            idx = torch.cat([idx, nxt], dim=1)
-            yield int(nxt)
+    for nxt in model.stream(idx, args.num_tokens, temperature, args.top_k, args.top_p,
+                            greedy=args.greedy, generator=generator,
+                            use_cache=not args.no_cache):
+        yield int(nxt)
 
 
 def _sample(args: argparse.Namespace) -> int:

@@ -22,8 +22,9 @@ A model enters as a function ``next_logits(ids (N, T)) -> (N, V)``; one that kee
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -153,17 +154,18 @@ def sample_next(logits: Tensor, temperature: float = 1.0, top_k: int | None = No
     return torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
 
 
-def generate(next_logits: Callable[[Tensor], Tensor], idx: Tensor, max_new_tokens: int,
-             block_size: int | None = None, *, temperature: float = 1.0,
-             top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
-             generator: torch.Generator | None = None, stop_id: int | None = None) -> Tensor:
-    """The decoding loop: append up to ``max_new_tokens`` tokens to ``idx`` (B, T), one a step.
+def stream(next_logits: Callable[[Tensor], Tensor], idx: Tensor, max_new_tokens: int,
+           block_size: int | None = None, *, temperature: float = 1.0,
+           top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
+           generator: torch.Generator | None = None,
+           stop_id: int | None = None) -> Iterator[Tensor]:
+    """The decoding loop, one step at a time: yield each new token (B, 1) as it is picked.
 
     ``next_logits`` maps the context (B, t) long, the last ``block_size`` tokens when given,
     to the (B, V) logits of the next token; :func:`sample_next` picks it (greedy, or
     temperature / top-k / top-p sampling with ``generator``). With ``stop_id`` the loop
-    ends early once every row has written that token. Returns (B, T + n) long, n <= steps.
-    The caller chooses the mode (eval, no gradients) the model runs in.
+    ends early once every row has written that token. The caller chooses the mode (eval,
+    no gradients) the model runs in.
     """
     check_max_new_tokens(max_new_tokens)
     ended = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
@@ -172,11 +174,19 @@ def generate(next_logits: Callable[[Tensor], Tensor], idx: Tensor, max_new_token
         nxt = sample_next(next_logits(context), temperature, top_k, top_p, greedy=greedy,
                           generator=generator)  # (B, 1)
         idx = torch.cat([idx, nxt], dim=1)
+        yield nxt
         if stop_id is not None:
             ended |= nxt[:, 0] == stop_id
             if bool(ended.all()):  # a sync per step: decoding, not training
-                break
-    return idx
+                return
+
+
+def generate(next_logits: Callable[[Tensor], Tensor], idx: Tensor, max_new_tokens: int,
+             block_size: int | None = None, **sampling: Any) -> Tensor:
+    """:func:`stream` run to the end: ``idx`` (B, T) with the new tokens appended,
+    (B, T + n) long, n <= ``max_new_tokens`` (fewer when ``stop_id`` ended every row)."""
+    new = list(stream(next_logits, idx, max_new_tokens, block_size, **sampling))
+    return torch.cat([idx, *new], dim=1)
 
 
 def check_max_new_tokens(max_new_tokens: int) -> None:
@@ -382,6 +392,7 @@ __all__ = [
     "generate",
     "next_token_probs",
     "sample_next",
+    "stream",
     "top_k_filter",
     "top_p_filter",
 ]

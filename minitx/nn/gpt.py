@@ -14,7 +14,7 @@ position's forward instead of one over the whole context, until the context wind
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -295,12 +295,22 @@ class GPT(nn.Module):
         without the causal mask (``config.causal=False``) cannot be cached: its earlier
         positions change with every new token, so it always runs the full forward.
         """
+        new = self.stream(idx, max_new_tokens, temperature, top_k, top_p, greedy, generator,
+                          use_cache)
+        return torch.cat([idx, *new], dim=1)
+
+    def stream(self, idx: Tensor, max_new_tokens: int, temperature: float = 1.0,
+               top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
+               generator: torch.Generator | None = None,
+               use_cache: bool = True) -> Iterator[Tensor]:
+        """:meth:`generate`, one token at a time: yields each new token (B, 1) as soon as
+        it is picked (same draws, same cache), so a caller can print text as it comes."""
         generation.check_temperature(temperature)
         generation.check_top_k(top_k)
         generation.check_top_p(top_p)
         self._check_decoding(idx, max_new_tokens, use_cache)
         with evaluating(self):
-            return generation.generate(
+            yield from generation.stream(
                 self._next_logits_fn(use_cache), idx, max_new_tokens, self.config.block_size,
                 temperature=temperature, top_k=top_k, top_p=top_p, greedy=greedy,
                 generator=generator,
