@@ -271,9 +271,9 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self._project(query, key, value)  # (B, h, T_q or T_k, d_head)
         dropout_p = self.dropout if self.training else 0.0
 
-        if need_weights or (mask is not None and not bool(mask.any(dim=-1).all())):
-            # Explicit path: weights asked for, or a row with nothing to attend to
-            # (the fused kernel would give NaN there, ours gives zeros).
+        if need_weights:
+            # Explicit path: the fused kernel does not return the weights. (On a row with
+            # nothing to attend to both give zeros; nn.MultiheadAttention gives NaN.)
             if is_causal:
                 mask = causal_mask(q.size(2), device=query.device)
             y, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)

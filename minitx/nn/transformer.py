@@ -188,7 +188,7 @@ class TransformerBlock(nn.Module):
         x = norm1(x + attention(x))
         x = norm2(x + ffn(x))
 
-    Pre-LN (``norm_first=True``, GPT-2; trains more easily when deep)::
+    Pre-LN (``norm_first=True``, GPT-2 and most models since)::
 
         x = x + attention(norm1(x))
         x = x + ffn(norm2(x))

@@ -26,12 +26,13 @@ def learner_text(path: Path) -> list[tuple[int, str]]:
 
 
 def sizes(path: Path) -> tuple[int, int]:
-    """(words of prose, lines of code) of a notebook, outputs not counted."""
+    """(words of prose, non-empty lines of code) of a notebook, outputs not counted; a word is
+    whatever whitespace separates."""
     words = code = 0
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         text = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
-            words += len(re.findall(r"[A-Za-z][\w'’-]*", text))
+            words += len(text.split())
         elif cell["cell_type"] == "code":
             code += sum(1 for line in text.splitlines() if line.strip())
     return words, code
@@ -64,6 +65,18 @@ def test_the_course_map_gives_the_notebooks_size(path):
     assert row, f"no course-map row with word and code-line counts for {path.stem}"
     words, code = sizes(path)
     stated = [int(g.replace(",", "")) for g in row.groups()]
-    assert abs(stated[0] - words) <= 0.1 * words and abs(stated[1] - code) <= 0.1 * code, (
+    assert stated == [words, code], (
         f"README says {stated}, the notebook has {words} words and {code} code lines"
+    )
+
+
+MAX_WORDS, MAX_CODE_LINES = 2800, 500  # one class period
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_notebook_fits_one_class_period(path):
+    words, code = sizes(path)
+    assert words <= MAX_WORDS and code <= MAX_CODE_LINES, (
+        f"{path.name}: {words} words and {code} code lines; a class period is at most "
+        f"{MAX_WORDS} words and {MAX_CODE_LINES} code lines"
     )

@@ -6,6 +6,7 @@ import torch
 
 from exercise_cases import Case, prediction
 from minitx.course.exercises import nb10 as E
+from minitx.nn import encoder_decoder, generation
 
 
 def shift_right(tgt, bos_id):
@@ -76,6 +77,7 @@ CASES: dict[str, Case] = {
             (lambda lp, s, w: beam_step(lp, s, 1), "(B, beam_width)"),
             (lambda lp, s, w: beam_step(lp, s, w)[0], "three tensors"),
             (lambda lp, s, w: beam_step(lp[:, :1], s[:, :1], w), "first wrong score"),
+            (generation.beam_step, "package's own beam_step"),
         ),
     ),
     "10.kv_cache": Case(
@@ -118,6 +120,7 @@ CASES: dict[str, Case] = {
             (lambda t, b: shift_right(t, b).tolist(), "return a tensor"),
             (lambda t, b: 1 / 0, "ZeroDivisionError"),
             (3, "a function"),
+            (encoder_decoder.shift_right, "package's own shift_right"),
         ),
         never=("cat", "[:, :-1]"),
     ),

@@ -272,8 +272,11 @@ teaching_notes(
         "Compute an RNN step by hand and explain weight sharing across time.",
         "Read and check from-scratch RNN, LSTM and GRU cells against PyTorch with copied "
         "weights, and write one LSTM step.",
-        "Measure vanishing gradients with autograd and compare them with the 0.45^N estimate; "
-        "explain the LSTM's additive cell state and its forget gate.",
+        "Measure vanishing gradients with autograd, compare them with the 0.45^N estimate "
+        "and explain the measured rate from the measured tanh' and gain of W_hh; explain the "
+        "LSTM's additive cell state, its forget gate, and gradient clipping.",
+        "Run a fair comparison: equal parameter counts, default initialisation first, one "
+        "named intervention (the forget-gate bias), several seeds with their spread.",
         "Measure the two limits that attention removes: the RNN's sequential chain and the "
         "convolution's fixed window.",
     ),
@@ -283,6 +286,9 @@ teaching_notes(
         "A wider RNN remembers longer; with the default initialisation the gain per step "
         "stays about the same.",
         "An LSTM cannot forget; its forget gate multiplies the cell state at every step.",
+        "An LSTM out of the box remembers longer than an RNN; at default initialisation and "
+        "equal parameters it stayed at chance on gap 20 where the RNN partly learned, and "
+        "the forget-gate bias made the difference.",
         "A bigger batch makes a recurrent network's steps run in parallel; it parallelises "
         "across sequences, never across time.",
     ),

@@ -28,6 +28,8 @@ from minitx.data import dates
 from minitx.nn import encoder_decoder, generation
 from minitx.nn.encoder_decoder import DateTransformer, EncoderDecoder
 
+PACKAGE_OWN = "that is the package's own {name}, imported at the top: write your own"
+
 
 def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
     """The decoder's input: bos_id, then the target one step late (last token dropped)."""
@@ -61,6 +63,8 @@ def _shift_hint(name: str, got: dict, want: dict, args: tuple) -> str:
     shift_right,
 )
 def _shift_right(answer: Any) -> str | None:
+    if answer is encoder_decoder.shift_right:
+        return PACKAGE_OWN.format(name="shift_right")
     return compare(
         answer,
         (
@@ -114,6 +118,8 @@ BEAM_OUTPUTS = ("scores", "parent", "token")
     beam_step,
 )
 def _beam_step(answer: Any) -> str | None:
+    if answer is generation.beam_step:
+        return PACKAGE_OWN.format(name="beam_step")
     for log_probs, beam_scores, width in _beam_cases():
         B, W, V = log_probs.shape
         case = f"with log_probs {(B, W, V)}, beam_width={width}"
@@ -327,7 +333,7 @@ think(
 
 teaching_notes(
     "10",
-    70,
+    60,
     "source_change shift_right beam_step fair_budget",
     goals=(
         "Name the parts of the encoder-decoder transformer and the order of the three "
@@ -337,8 +343,8 @@ teaching_notes(
         "Explain teacher forcing, the shifted-right decoder input and why the decoder keeps "
         "its causal mask while training.",
         "Decode greedily and with beam search, and count the work the KV cache saves.",
-        "Set up a fair comparison of two models and read a result that goes against the "
-        "expectation.",
+        "State the conditions (budget, learning rates, seeds) under which a comparison of "
+        "two models holds, and what it leaves open.",
     ),
     misconceptions=(
         "A transformer beats an RNN on any task and any budget.",
