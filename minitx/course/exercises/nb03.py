@@ -214,13 +214,16 @@ predict(
 think(
     "03.bottleneck",
     "Without attention the decoder learns about the source only through h_T, 64 numbers. "
-    "Would doubling the hidden size to 128 remove the bottleneck you measured on two-date "
-    "inputs? What grows with the length of the source when the decoder attends, and what "
-    "stays fixed without attention? Which would you change first if the inputs held ten "
-    "dates?",
-    "A larger h_T carries more, so it would help, but it stays a fixed budget: the same "
-    "vector must hold one date or ten, and the encoder must learn to pack every field into "
-    "it and the decoder to unpack them in order, which is hard to learn in few steps. With "
+    "Would doubling the hidden size to 128 close the gap measured in section 5 on two-date "
+    "inputs? Would training ten times longer? What grows with the length of the source when "
+    "the decoder attends, and what stays fixed without attention? Which would you change "
+    "first if the inputs held ten dates?",
+    "Section 5 compared the models at 300 steps, with the model without attention still "
+    "learning, so it cannot say; more training would likely raise its accuracy, and the "
+    "experiment to run is to train it until its loss stops falling. A larger h_T carries "
+    "more, so it could help too, but it stays a fixed budget: the same vector must hold one "
+    "date or ten, and the encoder must learn to pack every field into it and the decoder "
+    "to unpack them in order, which is slow to learn. With "
     "attention the memory the decoder reads grows with the input (one H-sized state per "
     "character, T x H numbers) and each step reads only what it needs, so the number of "
     "dates changes what it must find, not how much it must squeeze. For ten dates, "
@@ -236,14 +239,14 @@ teaching_notes(
         "can read.",
         "Compute additive attention: scores v . tanh(W s + U h_j), a softmax over source "
         "positions with padding masked, and the context as a weighted sum.",
-        "Design a fair comparison: equal training for both models, the number of dates held "
-        "fixed, spread over seeds.",
+        "Design a fair comparison: one budget for both models, the number of dates held "
+        "fixed, spread over seeds; and say what it leaves open.",
         "Read an alignment heatmap, and say what it does not show.",
     ),
     misconceptions=(
-        "A long input is hard in itself; what costs the model without attention is how much "
-        "the input holds (one date or two), not its length in characters.",
+        "Accuracy against input length measures the effect of length, even where length "
+        "goes with the number of dates and with the format.",
         "Attention weights are an explanation of how the output was computed.",
-        "A model compared after fewer training steps was compared fairly.",
+        "A model still learning when training stopped shows the best it can do.",
     ),
 )
