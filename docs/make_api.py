@@ -22,7 +22,11 @@ GROUPS = [
             "minitx.data.sequences",
         ],
     ),
-    ("Recurrent networks (02)", ["minitx.nn.rnn", "minitx.course.gradients", "minitx.data.recall"]),
+    (
+        "Recurrent networks (02)",
+        ["minitx.nn.rnn", "minitx.course.gradients", "minitx.data.recall",
+         "minitx.course.recall_experiment"],
+    ),
     (
         "Attention in an encoder-decoder (03)",
         ["minitx.nn.attention", "minitx.nn.seq2seq", "minitx.data.dates",

@@ -9,8 +9,8 @@ and the experiments the notebooks run. May import every other subpackage.
     relations         the attention-only model of the relations task (06)
     cost              time, memory and FLOPs of attention against an RNN (05)
     leak              what a model that sees the future learns (05)
-    ladder            the GPT built one piece at a time (08)
-    analysis          what a prediction relies on (08)
+    ladder            the GPT built one piece at a time (09)
+    analysis          what a prediction relies on (09)
 """
 
 from minitx.course.notebook import seed_everything, setup_notebook, show_source

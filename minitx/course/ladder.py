@@ -1,4 +1,4 @@
-"""The ladder: a GPT assembled one piece at a time, each rung trained the same way (notebook 08).
+"""The ladder: a GPT assembled one piece at a time, each rung trained the same way (notebook 09).
 
     bigram         a (V, V) table: the next character from the current one only
     one head       + one causal self-attention head over the context
@@ -50,16 +50,37 @@ RUNGS = (
 )
 
 
-def ladder_recipe() -> Preset:
+def ladder_recipe(max_steps: int = 800, seed: int | None = None) -> Preset:
     """The recipe every rung trains with: 2 layers x 64 wide, context 32, 800 steps of
     16 windows, with the ``cpu`` preset's optimisers (Muon for the matrices, AdamW at
     lr 6e-3 for the rest) and schedule. Small enough for a minute on one CPU core, and
-    the same on a GPU, so the ladder's numbers do not depend on the machine."""
+    the same on a GPU, so the ladder's numbers do not depend on the machine.
+
+    ``max_steps`` shortens or lengthens the run (the schedule follows: warmup 20 steps, the
+    last half a straight line down); ``seed`` replaces the preset's seed, which draws the
+    training batches and the fixed evaluation batches (the initial weights come from
+    ``torch.manual_seed``)."""
+    train = {"max_steps": max_steps, "batch_size": 16, "warmup_steps": 20,
+             "eval_interval": 100, "eval_steps": 10, "log_interval": 10}
+    if seed is not None:
+        train["seed"] = seed
     return get_preset("cpu").with_overrides(
-        model={"n_layer": 2, "n_embd": 64, "block_size": 32},
-        train={"max_steps": 800, "batch_size": 16, "warmup_steps": 20,
-               "eval_interval": 100, "eval_steps": 10, "log_interval": 10},
+        model={"n_layer": 2, "n_embd": 64, "block_size": 32}, train=train
     )
+
+
+def counted_bigram(train_ids: Tensor, vocab_size: int, block_size: int) -> LadderModel:
+    """The bigram rung with its table set from counts instead of trained: row ``a`` holds
+    log P(b | a) counted over ``train_ids`` (every pair counted once more, so that none has
+    probability 0). The best a bigram table can do on text like the training text, scored
+    by the same code as the trained rungs."""
+    counts = torch.bincount(train_ids[:-1] * vocab_size + train_ids[1:],
+                            minlength=vocab_size * vocab_size)  # fmt: skip
+    counts = counts.view(vocab_size, vocab_size).float() + 1  # (V, V)
+    model = LadderModel(RUNGS[0], vocab_size, block_size)
+    with torch.no_grad():
+        model.table.weight.copy_((counts / counts.sum(1, keepdim=True)).log())
+    return model
 
 
 class LadderBlock(nn.Module):
@@ -141,4 +162,4 @@ class LadderModel(nn.Module):
             )
 
 
-__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "ladder_recipe"]
+__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "counted_bigram", "ladder_recipe"]

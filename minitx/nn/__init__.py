@@ -9,7 +9,7 @@ only; every part is proven equal to PyTorch's own with copied weights.
     activations      the feed-forward's activations
     transformer      LayerNorm, feed-forward, the transformer block (pre- or post-LN) (07)
     gpt              a small GPT (08)
-    generation       one sampler and one KV cache: temperature, top-k, top-p, greedy, beam (08)
+    generation       one sampler and one KV cache: temperature, top-k, top-p, greedy, beam (09)
     seq2seq          the RNN encoder-decoder, with or without attention (03)
     encoder_decoder  the transformer encoder-decoder (10)
     modes            eval mode for a block of code, and where a module lives

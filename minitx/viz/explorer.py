@@ -13,7 +13,7 @@ Everything is reachable from Python, so tests and notebooks can drive it::
     ex.widget                                # display this in a notebook
 
 Factories for the course: :func:`explore_self_attention` (04),
-:func:`explore_masks` (05), :func:`explore_heads` (06, 08), :func:`explore_gpt` (08),
+:func:`explore_masks` (05), :func:`explore_heads` (06, 09), :func:`explore_gpt` (09),
 :func:`explore_alignments` (03).
 """
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from minitx.course.ladder import RUNGS, LadderModel, Rung, ladder_recipe
+from minitx.course.ladder import RUNGS, LadderModel, Rung, counted_bigram, ladder_recipe
 from minitx.data.batches import BlockBatches
 from minitx.train.presets import get_preset
 from minitx.train.trainer import TrainConfig, Trainer
@@ -115,3 +115,26 @@ def test_every_rung_learns_with_the_ladder_recipe():
         trainer.train()
         start, end = trainer.history["val_loss"][0], trainer.history["val_loss"][-1]
         assert end < 0.5 * start, (rung.name, start, end)
+
+
+def test_ladder_recipe_takes_a_length_and_a_seed():
+    short = ladder_recipe(max_steps=300, seed=5)
+    assert short.train == replace(ladder_recipe().train, max_steps=300, seed=5)
+    assert ladder_recipe(seed=None).train.seed == get_preset("cpu").train.seed
+
+
+def test_counted_bigram_is_the_cross_entropy_of_add_one_counts():
+    """Its loss on a text is the mean of -log P(b | a) from add-one counts, computed here by
+    a loop; a random table does worse."""
+    ids = torch.tensor([0, 1, 2, 1, 0, 1, 2, 2, 1, 0, 0, 1])
+    model = counted_bigram(ids, 3, 11)
+    counts = [[1.0] * 3 for _ in range(3)]
+    for a, b in zip(ids[:-1].tolist(), ids[1:].tolist(), strict=True):
+        counts[a][b] += 1
+    want = sum(-torch.tensor(counts[a][b] / sum(counts[a])).log() for a, b in
+               zip(ids[:-1].tolist(), ids[1:].tolist(), strict=True)) / (len(ids) - 1)  # fmt: skip
+    _, loss = model(ids[None, :-1], ids[None, 1:])
+    torch.testing.assert_close(loss, want.float())
+    torch.manual_seed(0)
+    other = LadderModel(RUNGS[0], 3, 11)
+    assert other(ids[None, :-1], ids[None, 1:])[1] > loss

@@ -315,8 +315,8 @@ def close(answer: Any, expected: Any, *, atol: float = 1e-2) -> bool:
 
 # ---- re-checking saved notebooks (the teacher's progress report) --------------------------
 
-# A learner's check cell; a reveal cell's ``assert check(...)`` is the notebook's own.
-_CHECK_CALL = re.compile(r"""(?<!assert )\bcheck\(\s*["'](\d\d\.\w+)["']""")
+# A learner's check cell; a reveal cell's ``check(..., quiet=True)`` is the notebook's own.
+_CHECK_CALL = re.compile(r"""\bcheck\(\s*["'](\d\d\.\w+)["'](?![^\n]*quiet\s*=\s*True)""")
 _SETUP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 

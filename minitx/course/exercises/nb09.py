@@ -1,0 +1,381 @@
+"""Exercises of notebook 09 (what each piece of a GPT buys): decoding, a change of case,
+memorisation, and what a small model shows of the harms of large ones.
+
+Expected answers are computed with :mod:`minitx.nn.generation`, :mod:`minitx.course.analysis`
+and the
+shipped checkpoint, never typed in. Models and random inputs are made under
+``torch.random.fork_rng`` so that checking an answer does not move the learner's random
+numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from functools import cache
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from minitx.course.exercises import exercise, teaching_notes, think
+from minitx.course.exercises.checks import compare, compute, first_hint, implement, letter
+from minitx.data.text_stats import longest_verbatim_match
+from minitx.nn import generation
+from minitx.train.evaluate import estimate_loss
+
+TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
+TEMPERATURE = 2.0
+CASE_CHOICES = {
+    "a": "within 0.1 of its loss on the text as written",
+    "b": "worse than that, but still better than the counted bigram model",
+    "c": "worse than the bigram model, but better than guessing uniformly among the 65 "
+    "characters (ln 65)",
+    "d": "worse than guessing uniformly",
+}
+
+
+# ---- implement: top-p (nucleus) filtering -------------------------------------------------
+
+
+def top_p_filter(logits: Tensor, p: float) -> Tensor:
+    """Keep the most likely tokens until their probabilities reach p; -inf for the rest."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs  # mass of the tokens more likely than this one
+    drop_sorted = before >= p  # p is reached without this token
+    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def _top_p_cases() -> list[tuple[Tensor, float]]:
+    """Random logits of several shapes, and the edge cases: one token, a peaked row,
+    p = 1 (keep everything) and a tiny p (keep only the most likely token)."""
+    cases = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(8)
+        for shape, p in (((6,), 0.5), ((1, 1), 0.3), ((4, 10), 0.9), ((2, 3, 8), 0.6),
+                         ((3, 12), 1.0), ((2, 9), 0.01), ((1, 65), 0.75)):  # fmt: skip
+            cases.append((2 * torch.randn(*shape, dtype=torch.float64), p))
+        peaked = torch.randn(2, 7, dtype=torch.float64)
+        peaked[:, 3] += 30.0  # almost all the probability on token 3
+        cases.append((peaked, 0.95))
+    return cases
+
+
+def _tokens(n: int) -> str:
+    return f"{n} token" if n == 1 else f"{n} tokens"
+
+
+def _row(index: int, shape: tuple[int, ...]) -> str:
+    """Where row ``index`` of the flattened leading dimensions of ``shape`` is."""
+    if len(shape) == 1:
+        return ""
+    position = []
+    for size in reversed(shape[:-1]):
+        index, i = divmod(index, size)
+        position.append(i)
+    return f"in row {tuple(reversed(position))}, "
+
+
+def _top_p_hint(name: str, got: dict, want: dict, args: tuple) -> str:
+    """What a learner's filtered logits that differ from the package's likely come from:
+    the first row that keeps the wrong tokens, else kept logits changed, else +inf."""
+    logits = args[0]
+    shape = tuple(logits.shape)
+    keep = torch.isfinite(want[name])
+    mine = torch.isfinite(got[name])
+    for r, (row_mine, row_keep) in enumerate(
+        zip(mine.reshape(-1, shape[-1]), keep.reshape(-1, shape[-1]), strict=True)
+    ):
+        if torch.equal(row_mine, row_keep):
+            continue
+        where = _row(r, shape)
+        n_mine, n_keep = int(row_mine.sum()), int(row_keep.sum())
+        if n_mine == shape[-1]:
+            return (
+                f"{where}every logit is still finite: the tokens outside the smallest set "
+                "that reaches p must get -inf (a logit of 0 still has some probability)"
+            )
+        probs = logits.reshape(-1, shape[-1])[r].softmax(-1)
+        if row_mine.any() and (~row_mine).any() and probs[row_mine].min() < probs[~row_mine].max():
+            return (
+                f"{where}you keep a token that is less likely than one you drop: keep the "
+                "most likely tokens, and give the result in the vocabulary's order"
+            )
+        if n_mine == n_keep:
+            return (
+                f"{where}you keep the right number of tokens but the wrong ones: keep the "
+                "most likely, and give the result in the vocabulary's order"
+            )
+        if n_mine == n_keep - 1 and not (row_mine & ~row_keep).any():
+            return (
+                f"{where}you keep {_tokens(n_mine)}, one too few: the token whose "
+                "probability makes the sum reach p is kept too"
+            )
+        return (
+            f"{where}you keep {_tokens(n_mine)}, but the smallest set of most likely "
+            f"tokens whose probabilities (after a softmax) add up to p has {n_keep}"
+        )
+    if not torch.equal(got[name][keep], want[name][keep]):
+        return "the kept tokens must keep their logits, unchanged: not probabilities, not rescaled"
+    return "a dropped token needs the logit -inf, not +inf"
+
+
+@implement(
+    "09.top_p",
+    "Write top_p_filter(logits, p): logits (..., V) are next-token logits, p a number in "
+    "(0, 1]. Keep the smallest set of most likely tokens whose probabilities add up to at "
+    "least p, leave their logits as they are, and set every other logit to -inf, so that a "
+    "softmax gives those tokens probability 0. Return a new tensor of the same shape. Answer "
+    "with the function.",
+    top_p_filter,
+)
+def _top_p(answer: Any) -> str | None:
+    return compare(
+        answer,
+        ((f"for logits of shape {tuple(t.shape)} and p={p}", (t, p)) for t, p in _top_p_cases()),
+        generation.top_p_filter,
+        inputs=("logits",),
+        atol=0.0,
+        about={"your result": "one logit per token, the same shape as the input"},
+        diagnose=_top_p_hint,
+    )
+
+
+# ---- compute: one temperature by hand ------------------------------------------------------
+
+
+def expected_temperature() -> float:
+    """Probability of token 0 for ``TEMPERATURE_LOGITS`` at ``TEMPERATURE``."""
+    logits = torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64)
+    logits = generation.apply_temperature(logits, TEMPERATURE)
+    return round(float(torch.softmax(logits, -1)[0]), 3)
+
+
+@compute(
+    "09.temperature",
+    "Next-token logits are [2 ln 6, 0, 0] (2 ln 6 is about 3.58). With temperature 2, what is "
+    "the probability of token 0? Work it out by hand: no calculator is needed. Answer with a "
+    "float (3 decimals are enough).",
+    expected_temperature,
+    expect=(int, float),
+    expected="a float",
+)
+def _temperature(answer: float) -> str | None:
+    expected = expected_temperature()
+    if abs(answer - expected) < 1.5e-3:
+        return None
+    logits = torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64)
+    plain = float(torch.softmax(logits, -1)[0])
+    times = float(torch.softmax(logits * TEMPERATURE, -1)[0])
+    if abs(answer - plain) < 1.5e-3:
+        return "that is the probability at temperature 1: divide the logits by T first"
+    if abs(answer - 1.0) < 5e-4:
+        return "the tokens whose logit is 0 still count in the softmax: exp(0) = 1"
+    if abs(answer - times) < 1.5e-3:
+        return "you multiplied the logits by the temperature: divide them by it"
+    if answer > plain:
+        return (
+            "a temperature above 1 flattens the distribution: the likely token becomes "
+            "less likely, not more"
+        )
+    return "divide every logit by the temperature, then take the softmax over all the tokens"
+
+
+# ---- predict: the same text in capitals ----------------------------------------------------
+
+
+@cache
+def case_losses() -> dict[str, float]:
+    """Validation loss of the shipped model on the validation text as written, in capitals
+    and in lower case (the windows of notebook 09's measurement: 4 batches of 32, seed 0),
+    and the counted bigram model's loss (from the training text, add-one) on the text as
+    written."""
+    from minitx.data import load_text, shipped_model_path, train_val_split
+    from minitx.train import checkpoint as ck
+
+    with torch.random.fork_rng(devices=[]):
+        gpt, tok, _ = ck.load_gpt(shipped_model_path("large"), "cpu")
+    text = load_text("tinyshakespeare")
+    train_text, val_text = train_val_split(text, 0.9)
+    block = gpt.config.block_size
+    losses = {}
+    for name, t in (("as written", val_text), ("upper", val_text.upper()),
+                    ("lower", val_text.lower())):  # fmt: skip
+        ids = torch.tensor(tok.encode(t), dtype=torch.long)
+        losses[name] = estimate_loss(gpt, ids, block, batch_size=32, n_batches=4, seed=0)
+    train_ids = torch.tensor(tok.encode(train_text), dtype=torch.long)
+    val_ids = torch.tensor(tok.encode(val_text), dtype=torch.long)
+    V = tok.vocab_size
+    counts = torch.bincount(train_ids[:-1] * V + train_ids[1:], minlength=V * V)
+    counts = counts.view(V, V).double() + 1
+    logp = (counts / counts.sum(1, keepdim=True)).log()
+    losses["bigram"] = float(-logp[val_ids[:-1], val_ids[1:]].mean())
+    losses["uniform"] = math.log(V)
+    return losses
+
+
+def case_letter(loss: float, losses: dict[str, float]) -> str:
+    """'a' within 0.1 of the loss on the text as written, 'b' worse but below the bigram
+    model's, 'c' between the bigram model's and uniform guessing (ln V), 'd' above ln V."""
+    if abs(loss - losses["as written"]) <= 0.1:
+        return "a"
+    if loss < losses["bigram"]:
+        return "b"
+    return "c" if loss < losses["uniform"] else "d"
+
+
+def case_truth() -> dict[str, str]:
+    """The letters of the two texts, measured on the shipped model."""
+    losses = case_losses()
+    return {k: case_letter(losses[k], losses) for k in ("upper", "lower")}
+
+
+@exercise(
+    "09.capitals",
+    "The shipped model is scored on the validation text twice more: once with every letter "
+    "turned into a capital (val_text.upper()), once with every letter in lower case "
+    "(val_text.lower()); the same windows, nothing retrained. Predict where each loss lands: "
+    + "; ".join(f"({key}) {words}" for key, words in CASE_CHOICES.items())
+    + ". Answer {'upper': letter, 'lower': letter}.",
+    kind="predict",
+    solution=case_truth,
+)
+def _capitals(answer: Any) -> str | None:
+    if not isinstance(answer, dict) or set(answer) != {"upper", "lower"}:
+        return "answer with a dict with the keys 'upper' and 'lower', e.g. {'upper': 'a', ...}"
+    got = {k: letter(v, CASE_CHOICES) for k, v in answer.items()}
+    for key in ("upper", "lower"):
+        if got[key] is None:
+            return f"{key}: answer with one letter, 'a', 'b', 'c' or 'd'"
+    truth = case_truth()
+    wrong = []
+    if got["upper"] != truth["upper"]:
+        wrong.append(
+            "upper: to this model 'A' and 'a' are two unrelated tokens; where in the "
+            "training text do long runs of capitals occur, and what follows them there?"
+        )
+    if got["lower"] != truth["lower"]:
+        wrong.append(
+            "lower: which characters of the text does lower-casing change, and how "
+            "many of them are there in a line of verse?"
+        )
+    return " ".join(wrong) or None
+
+
+# ---- implement: the memorisation yardstick -------------------------------------------------
+
+
+def longest_match(sample: str, corpus: str) -> int:
+    """Length of the longest piece of sample that occurs verbatim in corpus."""
+    best = 0
+    for start in range(len(sample)):
+        # only a piece longer than the best so far is worth looking for
+        while start + best < len(sample) and sample[start : start + best + 1] in corpus:
+            best += 1
+    return best
+
+
+def _match_cases() -> list[tuple[str, str]]:
+    """(sample, corpus) pairs: hand-made ones, edge cases and random strings."""
+    rng = random.Random(8)
+    cases = [
+        ("a cat on a mat, the dog sat", "the cat sat on the mat"),
+        ("xyz", "abc"),
+        ("abc", ""),
+        ("", "abc"),
+        ("to be or not", "to be or not"),
+        ("aaab", "aaaa"),
+        ("zzzhello", "say hello"),
+    ]
+    for _ in range(20):
+        corpus = "".join(rng.choice("ab c") for _ in range(rng.randint(1, 80)))
+        sample = "".join(rng.choice("abc d") for _ in range(rng.randint(1, 40)))
+        cases.append((sample, corpus))
+    return cases
+
+
+def _match_hint(got: Any, sample: str, corpus: str) -> str | None:
+    """What is wrong with ``got``, a learner's longest match of ``sample`` in ``corpus``."""
+    if isinstance(got, bool) or not isinstance(got, int):
+        return f"return an int, got {type(got).__name__}"
+    expected = longest_verbatim_match(sample, corpus).length
+    case = f"for sample={sample!r} and corpus={corpus!r} you return {got}"
+    if got < expected:
+        prefix = 0
+        while prefix < len(sample) and sample[: prefix + 1] in corpus:
+            prefix += 1
+        if got == prefix:
+            return (
+                f"{case}, but a longer piece of the sample occurs in the corpus: a "
+                "piece may start anywhere in the sample, not only at its start"
+            )
+        return f"{case}, but a longer piece of the sample occurs in the corpus"
+    if got > expected:
+        return f"{case}, but no piece of the sample that long occurs in the corpus"
+    return None
+
+
+@implement(
+    "09.longest_match",
+    "Write longest_match(sample, corpus) that returns the length (an int) of the longest "
+    "piece of sample (a run of consecutive characters, starting anywhere) that occurs "
+    "verbatim somewhere in corpus; 0 if none does. Answer with the function.",
+    longest_match,
+)
+def _longest_match(answer: Any) -> str | None:
+    return first_hint(answer, _match_cases(), _match_hint)
+
+
+# ---- open question -------------------------------------------------------------------------
+
+
+think(
+    "09.harms",
+    "Section 7 measured two things in this small model: its samples reproduce the training "
+    "text's skew towards male pronouns, and it writes after a name it has never seen as "
+    "confidently as after Romeo's. A company trains a large model on text from the web and "
+    "says its outputs 'just reflect the data'. Which harms could measurements like these two "
+    "reveal in the large model, which would they miss, and is 'it reflects the data' a "
+    "defence?",
+    "Counting who appears and in which roles in the training text and in the samples shows "
+    "whether the model reproduces (or amplifies) the corpus's skews, and comparing its "
+    "confidence on real and invented entities shows that fluency and confidence are no sign "
+    "of truth: the model has no notion of whether a person or a fact exists. Neither "
+    "measurement finds harms that counts of words do not see: stereotypes carried by context "
+    "(which jobs, adjectives or crimes go with which group), toxic or private text it can "
+    "reproduce when prompted (that needs targeted searches of samples against the corpus, "
+    "as in section 6, and red-teaming), or how people act on its answers. 'It reflects the "
+    "data' describes the mechanism, it does not excuse the result: whoever chooses the "
+    "corpus, the filtering and where the model is used is responsible for what it says, and "
+    "a skew that was a fact about plays four centuries old becomes a choice when it is served to "
+    "users today.",
+)
+
+
+teaching_notes(
+    "09",
+    60,
+    "top_p capitals longest_match harms",
+    goals=(
+        "Read an ablation ladder fairly: the same batches and budget for every rung, a "
+        "counted optimum beside the trained baseline, gaps judged against the seed spread, "
+        "and conclusions stated with their order and step count.",
+        "Choose a decoding rule knowing what it does to the distribution, and implement "
+        "top-p filtering.",
+        "Explain why a key-value cache gives the same text for less work while the context "
+        "grows, and what it costs in memory.",
+        "Test claims about a trained model by changing its input: occlusion rather than "
+        "attention maps, verbatim search for memorisation, counts for the corpus's skew.",
+    ),
+    misconceptions=(
+        "The rung that adds the largest drop is the most important piece, whatever the order "
+        "in which pieces were added.",
+        "An attention heatmap shows what the prediction depends on.",
+        "The most likely text is the best text: greedy and beam search give dull loops.",
+        "A model that writes fluently and confidently knows something true about what it "
+        "writes of.",
+        "The model knows that 'A' and 'a' are the same letter; to it they are unrelated ids.",
+    ),
+)

@@ -1,0 +1,266 @@
+"""Exercise cases of notebook 09: see tests/course/test_exercise_answers.py."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from exercise_cases import Case, wrong, wrong_answers
+
+# ---- 09.top_p: learner functions, right and wrong --------------------------------------
+
+
+def top_p_by_loop(logits, p):
+    """Right, written without the package's approach: one row at a time, token by token."""
+    out = logits.clone()
+    rows = out.reshape(-1, out.size(-1))
+    for row in rows:
+        probs = torch.softmax(row, dim=-1).tolist()
+        order = sorted(range(len(probs)), key=lambda i: -probs[i])
+        total, kept = 0.0, set()
+        for i in order:
+            if total >= p:
+                break
+            kept.add(i)
+            total += probs[i]
+        for i in range(len(probs)):
+            if i not in kept:
+                row[i] = float("-inf")
+    return out
+
+
+def top_p_keep_mask(logits, p):
+    """Right: the same rule with a boolean mask built on the sorted probabilities."""
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    keep_sorted = torch.cumsum(probs, dim=-1) - probs < p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return torch.where(keep, logits, torch.full_like(logits, float("-inf")))
+
+
+@wrong("09.top_p", "one too few")
+def drops_the_crossing_token(logits, p):
+    """Keeps only the tokens whose running sum stays within p: one too few."""
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    drop_sorted = torch.cumsum(probs, dim=-1) > p
+    drop_sorted[..., 0] = False
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+@wrong("09.top_p", "vocabulary's order")
+def stays_sorted(logits, p):
+    """Forgets to put the tokens back in vocabulary order."""
+    sorted_logits, _ = logits.sort(dim=-1, descending=True)
+    probs = torch.softmax(sorted_logits, dim=-1)
+    drop = torch.cumsum(probs, dim=-1) - probs >= p
+    return sorted_logits.masked_fill(drop, float("-inf"))
+
+
+@wrong("09.top_p", "less likely than one you drop")
+def sorts_the_batch_axis(logits, p):
+    """Sorts along dim 0 (right only for a single row of logits)."""
+    probs, order = torch.softmax(logits, dim=0).sort(dim=0, descending=True)
+    drop_sorted = torch.cumsum(probs, dim=0) - probs >= p
+    return logits.masked_fill(drop_sorted.scatter(0, order, drop_sorted), float("-inf"))
+
+
+@wrong("09.top_p", "less likely than one you drop")
+def sums_logits(logits, p):
+    """Adds up sorted logits instead of probabilities."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    drop_sorted = torch.cumsum(sorted_logits, dim=-1) - sorted_logits >= p
+    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
+
+
+@wrong("09.top_p", "every logit is still finite")
+def fills_with_zero(logits, p):
+    """Dropped tokens get a logit of 0, which still has probability."""
+    kept = torch.isfinite(top_p_keep_mask(logits, p))
+    return torch.where(kept, logits, torch.zeros_like(logits))
+
+
+@wrong("09.top_p", "every logit is still finite")
+def returns_probabilities(logits, p):
+    """Returns renormalised probabilities instead of logits."""
+    kept = torch.isfinite(top_p_keep_mask(logits, p))
+    probs = torch.softmax(logits, dim=-1) * kept
+    return probs / probs.sum(-1, keepdim=True)
+
+
+@wrong("09.top_p", "unchanged")
+def rescales_the_kept(logits, p):
+    """Renormalises the kept logits (log-probabilities over the nucleus)."""
+    return torch.log_softmax(top_p_keep_mask(logits, p), dim=-1)
+
+
+@wrong("09.top_p", "in place")
+def in_place(logits, p):
+    kept = torch.isfinite(top_p_keep_mask(logits, p))
+    return logits.masked_fill_(~kept, float("-inf"))
+
+
+@wrong("09.top_p", "same shape as the input")
+def kept_values_only(logits, p):
+    out = top_p_keep_mask(logits, p)
+    return out[torch.isfinite(out)]
+
+
+@wrong("09.top_p", "ZeroDivisionError")
+@wrong("09.longest_match", "ZeroDivisionError")
+def raises(logits, p):
+    return 1 / 0
+
+
+# ---- 09.longest_match -------------------------------------------------------------------
+
+
+def longest_by_brute_force(sample, corpus):
+    """Right: every piece of the sample, longest first."""
+    for n in range(len(sample), 0, -1):
+        if any(sample[i : i + n] in corpus for i in range(len(sample) - n + 1)):
+            return n
+    return 0
+
+
+@wrong("09.longest_match", "start anywhere")
+def longest_prefix_only(sample, corpus):
+    n = 0
+    while n < len(sample) and sample[: n + 1] in corpus:
+        n += 1
+    return n
+
+
+@wrong("09.longest_match", "no piece of the sample that long")
+def whole_sample(sample, corpus):
+    return len(sample)
+
+
+@wrong("09.longest_match", "return an int")
+def a_float(sample, corpus):
+    return 1.0
+
+
+@wrong("09.longest_match", "a longer piece")
+def one_short(sample, corpus):
+    return max(0, longest_by_brute_force(sample, corpus) - 1)
+
+
+CASES: dict[str, Case] = {
+    "09.top_p": Case(
+        right=(top_p_by_loop, top_p_keep_mask),
+        wrong=wrong_answers("09.top_p", (0.8, "a function")),
+    ),
+    # (2 ln 6, 0, 0) / 2 = (ln 6, 0, 0): 6 / (6 + 1 + 1) = 0.75; at temperature 1,
+    # 36 / 38 = 0.947; multiplied by 2, 6^4 / (6^4 + 2) = 0.998; leaving out the zeros' exp(0) = 1
+    # terms, 6 / 6 = 1
+    "09.temperature": Case(
+        right=(0.75, 0.7501, 6 / 8),
+        wrong=(
+            (0.947, "temperature 1"),
+            (0.998, "multiplied"),
+            (0.6, "divide every logit"),
+            (1.0, "exp(0) = 1"),
+            (0.99, "less likely, not more"),
+            ("0.75", "answer with a float"),
+        ),
+    ),
+    # capitals: 'A' and 'a' are different ids, and runs of capitals in the corpus are the
+    # speaker names (followed by ':' and a newline): above ln 65. Lower case changes only the
+    # first letters of lines and names: worse, but still better than the bigram table.
+    "09.capitals": Case(
+        right=(
+            {"upper": "d", "lower": "b"},
+            {"upper": "(D)", "lower": "b)"},
+            {"upper": "worse than guessing uniformly", "lower": "'b'"},
+        ),
+        wrong=(
+            ({"upper": "a", "lower": "b"}, "upper:"),
+            ({"upper": "c", "lower": "b"}, "upper:"),
+            ({"upper": "d", "lower": "a"}, "lower:"),
+            ({"upper": "a", "lower": "a"}, "upper:"),
+            ({"upper": "d"}, "keys 'upper' and 'lower'"),
+            ("d", "keys 'upper' and 'lower'"),
+            ({"upper": "e", "lower": "b"}, "upper: answer with one letter"),
+            ({"upper": "d", "lower": 4}, "lower: answer with one letter"),
+        ),
+    ),
+    "09.longest_match": Case(
+        right=(longest_by_brute_force,),
+        wrong=wrong_answers("09.longest_match", (5, "a function")),
+    ),
+}
+
+
+def temperature_by_hand():
+    from minitx.course.exercises import nb09
+
+    assert nb09.expected_temperature() == 6 / (6 + 1 + 1)
+
+
+def top_p_cases_by_hand():
+    """The reference and the package agree with the loop on every case the checker uses,
+    and on a case worked out by hand: logits log(0.5, 0.3, 0.15, 0.05), p = 0.79 keeps the
+    first two (0.5 + 0.3 passes 0.79) and p = 0.81 the first three."""
+    from minitx.course.exercises import nb09
+    from minitx.nn import generation
+
+    logits = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64).log()
+    for p, kept in ((0.79, [True, True, False, False]), (0.81, [True, True, True, False])):
+        for fn in (nb09.top_p_filter, generation.top_p_filter, top_p_by_loop):
+            assert torch.isfinite(fn(logits, p)).tolist() == kept, (fn, p)
+    for logits, p in nb09._top_p_cases():
+        assert torch.equal(nb09.top_p_filter(logits, p), top_p_by_loop(logits, p))
+
+
+def capitals_by_an_independent_measurement():
+    """Score the three texts on 100 consecutive 64-character windows of each (not the
+    checker's random windows) with a plain cross-entropy, and the letters must agree."""
+    import torch.nn.functional as F
+
+    from minitx.course.exercises import nb09
+    from minitx.data import load_text, shipped_model_path
+    from minitx.train import checkpoint as ck
+
+    with torch.random.fork_rng(devices=[]):
+        gpt, tok, _ = ck.load_gpt(shipped_model_path("large"), "cpu")
+    text = load_text("tinyshakespeare")
+    n = int(0.9 * len(text))
+    train, val = text[:n], text[n:]
+    V = 65
+    ids = torch.tensor(tok.encode(train))
+    counts = torch.ones(V, V, dtype=torch.float64)
+    counts.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64),
+                      accumulate=True)  # fmt: skip
+    v = torch.tensor(tok.encode(val))
+    bigram = -(counts / counts.sum(1, keepdim=True)).log()[v[:-1], v[1:]].mean().item()
+
+    def loss(t):
+        x = torch.tensor(tok.encode(t[: 100 * 64 + 1]))
+        inp, tgt = x[:-1].view(100, 64), x[1:].view(100, 64)
+        with torch.no_grad():
+            logits, _ = gpt(inp)
+        return F.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1)).item()
+
+    written, upper, lower = loss(val), loss(val.upper()), loss(val.lower())
+    assert abs(bigram - nb09.case_losses()["bigram"]) < 1e-6
+    assert upper > math.log(V) and nb09.case_truth()["upper"] == "d"
+    assert written + 0.1 < lower < bigram and nb09.case_truth()["lower"] == "b"
+
+
+def longest_match_by_hand():
+    from minitx.course.exercises import nb09
+
+    assert (
+        nb09.longest_match("a cat on a mat, the dog sat", "the cat sat on the mat") == 6
+    )  # "at on "
+    for sample, corpus in nb09._match_cases():
+        assert nb09.longest_match(sample, corpus) == longest_by_brute_force(sample, corpus)
+
+
+VALUE_CHECKS = [
+    temperature_by_hand,
+    top_p_cases_by_hand,
+    capitals_by_an_independent_measurement,
+    longest_match_by_hand,
+]
