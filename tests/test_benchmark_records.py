@@ -77,3 +77,13 @@ def test_readme_step_speedups_quote_the_recorded_cpu_runs() -> None:
     assert (f"x{speedups[0]}, x{speedups[1]} and x{speedups[2]} the reference's tokens/s"
             in readme)
     assert f"the shards bought x{bought[0]}, x{bought[1]} and x{bought[2]}" in readme
+
+
+def test_the_recorded_course_run_fits_the_budget() -> None:
+    """benchmarks/bench_notebooks.py --record times every notebook; the course as a whole
+    runs top to bottom in at most 360 s on the 2-core CPU."""
+    record = json.loads((ROOT / "benchmarks" / "notebook_times.json").read_text())
+    notebooks = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(record["seconds"]) == notebooks
+    assert record["total"] == round(sum(record["seconds"].values()), 1)
+    assert record["total"] <= 360, record
