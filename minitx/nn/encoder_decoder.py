@@ -169,7 +169,8 @@ class EncoderDecoder(nn.Module):
         self-attention keys and values of the earlier target positions (the causal mask
         means they never change), and the cross-attention keys and values of the memory
         (computed once, on the first call, ``past=None``). So tgt (B, t, C) holds only the
-        new positions, and each new token costs one position's work. Returns (B, t, C),
+        new positions: each new token runs its own projections and feed-forward, and its
+        attention reads the cached keys. Returns (B, t, C),
         the cache for the next call, and the cross-attention weights (n_layers, B, nh, t, S).
         """
         if not self.causal:
