@@ -362,3 +362,15 @@ def test_the_teachers_commands_have_help(command, capsys):
         main([command, "--help"])
     assert exit_.value.code == 0 and f"usage: minitx.course.exercises {command}" in (
         capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name, own", [
+    ("09.top_p", "minitx.nn.generation:top_p_filter"),
+    ("05.masked_softmax", "minitx.nn.attention:masked_softmax"),
+    ("10.shift_right", "minitx.nn.encoder_decoder:shift_right"),
+])
+def test_an_implement_exercise_rejects_the_packages_own_function(name, own):
+    """The notebooks import the package's functions; handing one in is not an answer."""
+    module, _, attr = own.partition(":")
+    result = check(name, getattr(importlib.import_module(module), attr), quiet=True)
+    assert not result.ok and f"package's own {attr}" in result.message

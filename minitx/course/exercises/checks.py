@@ -43,6 +43,24 @@ def _listing(items: Iterable[str]) -> str:
     return f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
+def keyed_letters(answer: Any, choices: Mapping[str, str], truth: Callable[[], dict[str, str]],
+                  hints: Mapping[str, str]) -> str | None:
+    """Check a prediction answered as ``{key: letter}``, one letter of ``choices`` per key of
+    ``hints``; ``truth()`` gives the right letters, ``hints[key]`` what to think about when
+    that key's letter is wrong. None when every letter is right."""
+    keys = list(hints)
+    if not isinstance(answer, dict) or set(answer) != set(keys):
+        named = " and ".join(repr(k) for k in keys)
+        return f"answer with a dict with the keys {named}, e.g. {{{keys[0]!r}: 'a', ...}}"
+    got = {k: letter(v, choices) for k, v in answer.items()}
+    for key in keys:
+        if got[key] is None:
+            return f"{key}: answer with one letter, {_listing(choices)}"
+    right = truth()
+    wrong = [f"{key}: {hints[key]}" for key in keys if got[key] != right[key]]
+    return " ".join(wrong) or None
+
+
 def predict(
     name: str,
     question: str,
@@ -97,11 +115,18 @@ def implement(
     name: str, prompt: str, solution: Callable
 ) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
     """Register the decorated checker as the ``implement`` exercise ``name`` whose solution
-    is the function ``solution``; an answer that is not a function gets a hint before the
+    is the function ``solution``; an answer that is not a function, or that is one of the
+    package's own functions (which the notebook may have imported), gets a hint before the
     checker runs."""
 
     def guard(answer: Any) -> str | None:
-        return None if callable(answer) else f"expected a function, got {type(answer).__name__}"
+        if not callable(answer):
+            return f"expected a function, got {type(answer).__name__}"
+        module = getattr(answer, "__module__", None) or ""
+        if module.startswith("minitx.") and not module.startswith("minitx.course.exercises"):
+            own = getattr(answer, "__name__", "function")
+            return f"that is the package's own {own}, imported at the top: write your own"
+        return None
 
     return _guarded(name, prompt, "implement", lambda: solution, guard)
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from minitx.course.exercises import exercise, teaching_notes, think
-from minitx.course.exercises.checks import first_hint, implement, letter
+from minitx.course.exercises.checks import first_hint, implement, keyed_letters
 
 DEPTH_CHOICES = {
     "a": "about the same, within 25%",
@@ -82,25 +82,12 @@ def depth_truth() -> dict[str, str]:
     solution=depth_truth,
 )
 def _deep_init(answer: Any) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != {"scaled", "unscaled"}:
-        return "answer with a dict with the keys 'scaled' and 'unscaled', e.g. {'scaled': 'a', ...}"
-    got = {k: letter(v, DEPTH_CHOICES) for k, v in answer.items()}
-    for key in ("scaled", "unscaled"):
-        if got[key] is None:
-            return f"{key}: answer with one letter, 'a', 'b', 'c' or 'd'"
-    truth = depth_truth()
-    wrong = []
-    if got["scaled"] != truth["scaled"]:
-        wrong.append(
-            "scaled: each block adds a variance proportional to 1 / (2 n_layer); how much do "
-            "all n_layer blocks add together?"
-        )
-    if got["unscaled"] != truth["unscaled"]:
-        wrong.append(
-            "unscaled: independent additions add their variances, so the std grows like the "
-            "square root of the number of blocks, not like the number itself"
-        )
-    return " ".join(wrong) or None
+    return keyed_letters(answer, DEPTH_CHOICES, depth_truth, {
+        "scaled": "each block adds a variance proportional to 1 / (2 n_layer); how much do "
+                  "all n_layer blocks add together?",
+        "unscaled": "independent additions add their variances, so the std grows like the "
+                    "square root of the number of blocks, not like the number itself",
+    })
 
 
 # ---- implement: the warmup-stable-decay schedule --------------------------------------------

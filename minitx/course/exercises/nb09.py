@@ -19,7 +19,13 @@ import torch
 from torch import Tensor
 
 from minitx.course.exercises import exercise, teaching_notes, think
-from minitx.course.exercises.checks import compare, compute, first_hint, implement, letter
+from minitx.course.exercises.checks import (
+    compare,
+    compute,
+    first_hint,
+    implement,
+    keyed_letters,
+)
 from minitx.data.text_stats import longest_verbatim_match
 from minitx.nn import generation
 from minitx.train.evaluate import estimate_loss
@@ -243,25 +249,12 @@ def case_truth() -> dict[str, str]:
     solution=case_truth,
 )
 def _capitals(answer: Any) -> str | None:
-    if not isinstance(answer, dict) or set(answer) != {"upper", "lower"}:
-        return "answer with a dict with the keys 'upper' and 'lower', e.g. {'upper': 'a', ...}"
-    got = {k: letter(v, CASE_CHOICES) for k, v in answer.items()}
-    for key in ("upper", "lower"):
-        if got[key] is None:
-            return f"{key}: answer with one letter, 'a', 'b', 'c' or 'd'"
-    truth = case_truth()
-    wrong = []
-    if got["upper"] != truth["upper"]:
-        wrong.append(
-            "upper: to this model 'A' and 'a' are two unrelated tokens; where in the "
-            "training text do long runs of capitals occur, and what follows them there?"
-        )
-    if got["lower"] != truth["lower"]:
-        wrong.append(
-            "lower: which characters of the text does lower-casing change, and how "
-            "many of them are there in a line of verse?"
-        )
-    return " ".join(wrong) or None
+    return keyed_letters(answer, CASE_CHOICES, case_truth, {
+        "upper": "to this model 'A' and 'a' are two unrelated tokens; where in the "
+                 "training text do long runs of capitals occur, and what follows them there?",
+        "lower": "which characters of the text does lower-casing change, and how "
+                 "many of them are there in a line of verse?",
+    })
 
 
 # ---- implement: the memorisation yardstick -------------------------------------------------
