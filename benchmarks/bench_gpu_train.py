@@ -345,11 +345,18 @@ class RefTrainConfig:
     compile: bool = True
 
 
-def run_reference(setup: Setup) -> dict[str, Any]:
-    """REFERENCE: train.py's loop, single process, no gradient accumulation."""
-    mcfg = RefConfig(vocab_size=setup.tokenizer.vocab_size)
-    tcfg = RefTrainConfig()
-    if setup.smoke:
+def run_reference(
+    setup: Setup, mcfg: RefConfig | None = None, tcfg: RefTrainConfig | None = None,
+    score: bool = True,
+) -> dict[str, Any]:
+    """REFERENCE: train.py's loop, single process, no gradient accumulation. ``mcfg`` and
+    ``tcfg`` replace the baby GPT's config (``bench_cpu_recipe.py`` runs the laptop
+    recipe); ``score=False`` skips the whole-split loss and saves the final weights to
+    ``setup.workdir / "reference" / "final.pt"`` for the caller to score."""
+    given = mcfg is not None
+    mcfg = mcfg or RefConfig(vocab_size=setup.tokenizer.vocab_size)
+    tcfg = tcfg or RefTrainConfig()
+    if setup.smoke and not given:
         mcfg = RefConfig(vocab_size=setup.tokenizer.vocab_size, **SMOKE_MODEL)
         tcfg = RefTrainConfig(
             batch_size=SMOKE_TRAIN["batch_size"], max_iters=SMOKE_TRAIN["max_steps"],
@@ -474,8 +481,10 @@ def run_reference(setup: Setup) -> dict[str, Any]:
     clock.pause()
     peak = peak_memory_gib(device)
     counted = iter_num - setup.skip_steps
+    if not score:
+        torch.save(raw_model.state_dict(), data_dir / "final.pt")
     result = {
-        "val_loss_whole_split": whole_split_loss(raw_model, setup, block_size),
+        "val_loss_whole_split": whole_split_loss(raw_model, setup, block_size) if score else None,
         "last_eval_val": last_val,
         "wall_s": wall,
         "train_tokens_per_s": tokens_per_s(counted, batch_size, block_size, clock.seconds),

@@ -24,10 +24,11 @@ from pathlib import Path
 
 import torch
 
+from minitx.data import shipped_model_path
 from minitx.nn.gpt import GPT, kv_cache_numel
 from minitx.train.checkpoint import load_gpt
 
-CKPT = Path(__file__).resolve().parent.parent / "data" / "minigpt_shakespeare.pt"
+CKPT = shipped_model_path("small")
 
 
 def steps_split(prompt_len: int, n_new: int, block_size: int) -> tuple[int, int]:

@@ -52,10 +52,12 @@ GROUPS = [
         "Mini-GPT (08)",
         [
             "minitx.nn.gpt",
+            "minitx.nn.gpt_config",
             "minitx.course.ladder",
             "minitx.data.batches",
             "minitx.train.trainer",
             "minitx.train.shards",
+            "minitx.train.cpu_policy",
             "minitx.train.config",
             "minitx.train.optim",
             "minitx.train.muon",
@@ -71,11 +73,17 @@ GROUPS = [
         ],
     ),
     ("The encoder-decoder transformer (10)", ["minitx.nn.encoder_decoder"]),
+    (
+        "The modern block (11)",
+        ["minitx.nn.rmsnorm", "minitx.nn.rope", "minitx.nn.swiglu", "minitx.nn.grouped_attention"],
+    ),
     ("Pictures (every notebook)", ["minitx.viz.plots", "minitx.viz.heatmap", "minitx.viz.arrays",
                                   "minitx.viz.alt_text"]),
     (
         "Exercises and the teacher's tools",
-        ["minitx.course.exercises", "minitx.course.exercises.checks", "minitx.course.teacher"],
+        ["minitx.course.exercises", "minitx.course.exercises.checks",
+         "minitx.course.exercises.answers", "minitx.course.exercises.guard",
+         "minitx.course.teacher", "minitx.course.editions", "minitx.course.site"],
     ),
 ]
 sys.path.insert(0, str(ROOT / "tests"))

@@ -12,7 +12,7 @@ Its subpackages follow the course, and each imports only those above it in this 
     minitx.cli     the ``minitx`` command
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from minitx.course.notebook import setup_notebook
 

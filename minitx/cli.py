@@ -6,6 +6,8 @@ and the teacher's solutions, progress and guide (:mod:`minitx.course.teacher`).
                   [--top-k 40] [--top-p 0.9] [--greedy] [--num-tokens 300] [--seed 0]
                   [--no-cache]
     minitx export --checkpoint runs/cpu/ckpt.pt --out data/minigpt_shakespeare.pt [--force]
+    minitx edition student --out DIR [--only 00 04]     (or instructor; see course.editions)
+    minitx site --out DIR                               (the course site; see course.site)
 
 Mistakes in the input (an unknown preset, a prompt with characters the model never saw,
 impossible sampling settings, a missing corpus or checkpoint ...) end with one line on
@@ -60,8 +62,8 @@ def _fail(message: str | BaseException, status: int = EXIT_ERROR) -> int:
 # ---------------------------------------------------------------- argument parsing
 def build_parser() -> argparse.ArgumentParser:
     """The ``minitx`` argument parser (subcommands train, sample, export, and the teacher's
-    solutions, progress and guide, which :mod:`minitx.course.teacher` adds)."""
-    from minitx.course import teacher
+    solutions, progress and guide, which :mod:`minitx.course.teacher` adds, and edition)."""
+    from minitx.course import editions, site, teacher
     from minitx.train.presets import preset_names
 
     parser = _Parser(prog="minitx", description="minitx: train and sample the course's Mini-GPT.")
@@ -96,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Continue a prompt with a trained Mini-GPT, printing each character as it comes; "
         "Ctrl-C stops and keeps what was printed."))
     sample.add_argument("--checkpoint", type=Path, metavar="PATH", help="a minitx checkpoint "
-                        "(default: the best model shipped with the repository, "
-                        "data/minigpt_shakespeare_large.pt)")
+                        "(default: the best model shipped with the package, "
+                        "minitx/data/checkpoints/minigpt_shakespeare_large.pt)")
     sample.add_argument("--prompt", required=True, metavar="TEXT", help="text to continue")
     sample.add_argument("--temperature", type=float, metavar="T", help="> 0; default 1.0")
     sample.add_argument("--top-k", type=int, metavar="K",
@@ -122,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--dtype", default="float32", help="float32 (default), float16 or "
                         "bfloat16 for the weights (float32 again on load)")
     teacher.add_commands(sub)
+    editions.add_command(sub)
+    site.add_command(sub)
     return parser
 
 
@@ -247,7 +251,8 @@ def _train(args: argparse.Namespace) -> int:
         f"done: step {trainer.step} | val loss {trainer.last_val_loss:.4f} "
         f"(best {trainer.best_val_loss:.4f}) | {wall:.0f} s this session, "
         f"{trainer.elapsed_s:.0f} s in all | {sum(tps) / max(len(tps), 1):.0f} tokens/s | "
-        f"saved {path}"
+        + (f"{trainer.shard_trial.summary()} | " if trainer.shard_trial else "")
+        + f"saved {path}"
     )
     if args.export is not None:
         ck.export_checkpoint(path, args.export)
@@ -358,7 +363,7 @@ def _export(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``minitx`` command with ``argv`` (default ``sys.argv[1:]``); return the
     exit status: 0 ok, 1 error, 2 bad usage, 130 interrupted (Ctrl-C), 143 terminated."""
-    from minitx.course import teacher
+    from minitx.course import editions, site, teacher
     from minitx.train.runtime import TerminateAsInterrupt
 
     parser = build_parser()
@@ -371,6 +376,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command in teacher.COMMANDS:
         return teacher.run(args)
+    if args.command == editions.COMMAND:
+        return editions.run(args)
+    if args.command == "site":
+        return site.run(args)
     commands = {"train": _train, "sample": _sample, "export": _export}
     with TerminateAsInterrupt() as term:
         try:

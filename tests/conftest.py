@@ -17,6 +17,14 @@ def _seeded():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _shards_untimed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with row shards uses them on every step, so that what else the machine does
+    while the tests run cannot change a run's float path (tests of the timed trials set
+    ``TIME_SHARDS`` back themselves)."""
+    monkeypatch.setattr("minitx.train.cpu_policy.TIME_SHARDS", False)
+
+
 @pytest.fixture
 def machine_decides_device(monkeypatch: pytest.MonkeyPatch) -> None:
     """Unset $MINITX_DEVICE (the root conftest sets it to 'cpu'), for tests of how 'auto'

@@ -85,7 +85,7 @@ def test_sample_defaults_to_the_best_shipped_model(capsys):
 def test_sample_without_a_shipped_model_says_what_to_do(capsys, monkeypatch, tmp_path):
     from minitx.data import corpus as data
 
-    monkeypatch.setattr(data, "_repo_root", lambda: tmp_path)  # a checkout without data/
+    monkeypatch.setattr(data, "_CHECKPOINTS", tmp_path)  # an install without its checkpoints
     code, _, err = run(["sample", "--prompt", "ROMEO:"], capsys)
     assert_one_line_error(code, err, "minigpt_shakespeare_large.pt", "pass a checkpoint path")
     with pytest.raises(ValueError, match=r"one of \['large', 'small'\], got 'huge'"):

@@ -1,7 +1,8 @@
 """Documents that cannot drift from the code and the recorded files.
 
 - The shipped models' figures in README.md, data/README.md and TEACHING.md come from their
-  records (data/minigpt_shakespeare*.md), which agree with the checkpoints themselves.
+  records (minitx/data/checkpoints/minigpt_shakespeare*.md), which agree with the
+  checkpoints themselves.
 - TEACHING.md has a section for every notebook, 00 included, and says what notebook 08
   trains with as the code does; README counts the kinds of exercise the registry has.
 - The licence pyproject.toml declares is in a LICENSE file; the student install has no

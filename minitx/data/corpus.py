@@ -8,7 +8,8 @@
 Where files live (``data_dir()``): the ``MINITX_DATA`` environment variable if set, else the
 repository's ``data/`` folder when minitx runs from a checkout, else a per-user cache folder.
 A file is used only after its size and sha256 match the registry; a bad copy is never
-silently replaced or used.
+silently replaced or used. The trained models the course loads are not corpora: they are
+package data (``shipped_model_path``).
 
 Command line::
 
@@ -115,21 +116,24 @@ SHIPPED_MODELS = {
 }
 
 
-def shipped_model_path(which: str = "large") -> Path:
-    """Path of a trained GPT shipped in the repository's ``data/`` folder ('large' or 'small').
+_CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 
-    The checkpoints come with a checkout of the repository, not with the corpora cache,
-    so ``$MINITX_DATA`` does not move them.
+
+def shipped_model_path(which: str = "large") -> Path:
+    """Path of a trained GPT shipped with the package ('large' or 'small'), with its model
+    card beside it (the same name, ``.md``).
+
+    The checkpoints are package data (``minitx/data/checkpoints/``): a checkout and an
+    installed wheel both have them, and ``$MINITX_DATA``, which moves the corpora, does
+    not move them.
     """
     if which not in SHIPPED_MODELS:
         raise ValueError(f"which must be one of {sorted(SHIPPED_MODELS)}, got {which!r}")
-    root = _repo_root()
-    path = None if root is None else root / "data" / SHIPPED_MODELS[which]
-    if path is None or not path.is_file():
+    path = _CHECKPOINTS / SHIPPED_MODELS[which]
+    if not path.is_file():
         raise FileNotFoundError(
-            f"the shipped model data/{SHIPPED_MODELS[which]} comes with a checkout of the "
-            f"minitx repository and is not here ({path or 'minitx is not run from a checkout'});"
-            " pass a checkpoint path instead"
+            f"the shipped model {SHIPPED_MODELS[which]} should come with the minitx package "
+            f"but is not at {path}: reinstall minitx, or pass a checkpoint path instead"
         )
     return path
 

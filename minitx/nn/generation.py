@@ -275,7 +275,7 @@ class KVCache:
     """The keys and values of every layer, kept between decoding steps.
 
     ``layers[l]`` is a tuple of tensors (B, nh, T, hs), what layer l's attention computed
-    so far: ``(k, v)`` for the T positions seen by a GPT block (nh heads of size hs);
+    so far: ``(k, v)`` for the T positions seen by a GPT block (nh = n_kv_heads heads);
     ``(k_self, v_self, k_mem, v_mem)`` for a decoder block of an encoder-decoder, whose
     cross-attention keys and values (of the S source positions) are computed once.
     ``cache[l]`` is ``layers[l]``. Made by ``GPT.forward_cached`` and
@@ -305,7 +305,7 @@ class KVCache:
         return self.layers[0][0].size(0)
 
     def numel(self) -> int:
-        """Numbers stored: 2 * n_layer * B * T * n_embd for a GPT."""
+        """Numbers stored: 2 * n_layer * B * T * n_kv_heads * hs for a GPT (``kv_cache_numel``)."""
         return sum(t.numel() for layer in self.layers for t in layer)
 
     def nbytes(self) -> int:

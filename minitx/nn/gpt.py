@@ -3,6 +3,10 @@
     idx (B, T) -> token embedding + position embedding -> n_layer pre-LN causal blocks
     -> final LayerNorm -> linear head (tied to the token embedding) -> logits (B, T, V)
 
+``GPTConfig`` (in :mod:`minitx.nn.gpt_config`, importable from here) switches to the
+modern (Llama) block piece by piece: ``norm="rms"``, ``positions="rope"`` (or ``"none"``),
+``mlp="swiglu"``, ``n_kv_heads`` < ``n_head``.
+
 The structure and initialisation follow GPT-2 (and Karpathy's nanoGPT); the blocks
 come from ``minitx.nn.transformer`` and the decoding rules from ``minitx.nn.generation``.
 
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -23,64 +26,11 @@ from torch import Tensor, nn
 
 from minitx.data import IGNORE_INDEX
 from minitx.nn import generation
-from minitx.nn.activations import check_activation
 from minitx.nn.generation import KVCache
+from minitx.nn.gpt_config import GPTConfig, kv_cache_numel
 from minitx.nn.modes import evaluating
-from minitx.nn.transformer import LayerNorm, LearnedPositions, TransformerBlock
-
-
-@dataclass
-class GPTConfig:
-    """Sizes of a GPT.
-
-    ``block_size`` is the context window (longest sequence the model can read);
-    ``n_embd`` must be divisible by ``n_head``. ``activation`` is the feed-forward
-    non-linearity ('gelu', 'relu' or 'relu2'); ``tied_head`` makes the output layer
-    reuse the token embedding matrix. ``causal=False`` removes the causal
-    mask: such a model can look at the very token it is asked to predict, which only
-    serves to show that leak (notebook 05); never train a real language model so.
-    """
-
-    vocab_size: int
-    block_size: int
-    n_layer: int
-    n_head: int
-    n_embd: int
-    dropout: float = 0.0
-    bias: bool = True
-    activation: str = "gelu"
-    tied_head: bool = True
-    causal: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"GPTConfig.{name} must be an int >= 1, got {value!r}")
-        if self.n_embd % self.n_head != 0:
-            raise ValueError(
-                f"n_embd (d_model) must be divisible by n_head: got n_embd={self.n_embd}, "
-                f"n_head={self.n_head}"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"GPTConfig.dropout must be in [0, 1), got {self.dropout!r}")
-        check_activation(self.activation)
-
-
-def kv_cache_numel(config: GPTConfig, T: int, batch: int = 1) -> int:
-    """How many numbers the KV cache of a GPT holds for ``batch`` sequences of T positions.
-
-    Every layer keeps one key and one value vector of n_embd numbers per position:
-    2 * n_layer * T * n_embd per sequence. T is at most ``block_size`` (the cache never
-    holds more than the context window).
-    """
-    if not isinstance(config, GPTConfig):
-        raise TypeError(f"expected a GPTConfig, got {type(config).__name__}")
-    if isinstance(T, bool) or not isinstance(T, int) or not 0 <= T <= config.block_size:
-        raise ValueError(f"T must be an int in [0, block_size={config.block_size}], got {T!r}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be an int >= 1, got {batch!r}")
-    return 2 * config.n_layer * batch * T * config.n_embd
+from minitx.nn.swiglu import SwiGLU, swiglu_hidden
+from minitx.nn.transformer import LearnedPositions, TransformerBlock, make_norm
 
 
 class GPT(nn.Module):
@@ -101,23 +51,21 @@ class GPT(nn.Module):
         self.config = config
         C = config.n_embd
         self.tok_emb = nn.Embedding(config.vocab_size, C)
-        self.pos_emb = LearnedPositions(config.block_size, C)
+        # RoPE turns queries and keys inside attention; 'none' relies on the causal mask alone.
+        learned = config.positions == "learned"
+        self.pos_emb = LearnedPositions(config.block_size, C) if learned else None
         self.drop = nn.Dropout(config.dropout)
+        d_ff = 4 * C if config.mlp == "gelu" else swiglu_hidden(C)
         self.blocks = nn.ModuleList(
             TransformerBlock(
-                C,
-                config.n_head,
-                4 * C,
-                dropout=config.dropout,
-                activation=config.activation,
-                norm_first=True,
-                causal=config.causal,
-                bias=config.bias,
-                fused_norm=True,
+                C, config.n_head, d_ff, dropout=config.dropout, activation=config.activation,
+                norm_first=True, causal=config.causal, bias=config.bias, fused_norm=True,
+                norm=config.norm, mlp=config.mlp, n_kv_heads=config.n_kv_heads,
+                rope=config.positions == "rope",
             )
             for _ in range(config.n_layer)
         )
-        self.ln_f = LayerNorm(C, bias=config.bias, fused=True)
+        self.ln_f = make_norm(config.norm, C, bias=config.bias, fused=True)
         self.lm_head = nn.Linear(C, config.vocab_size, bias=False)
         if config.tied_head:
             # Weight tying: the output layer reuses the token embedding matrix (V, C).
@@ -138,7 +86,8 @@ class GPT(nn.Module):
         std = 0.02 / math.sqrt(2 * self.config.n_layer)
         for block in self.blocks:
             nn.init.normal_(block.attn.out_proj.weight, mean=0.0, std=std)
-            nn.init.normal_(block.ffn.fc2.weight, mean=0.0, std=std)
+            ffn_out = block.ffn.w2 if isinstance(block.ffn, SwiGLU) else block.ffn.fc2
+            nn.init.normal_(ffn_out.weight, mean=0.0, std=std)
 
     def num_parameters(self, non_embedding: bool = False) -> int:
         """Number of parameters (the tied embedding/head matrix counted once).
@@ -147,7 +96,7 @@ class GPT(nn.Module):
         the token embedding stays in because, tied, it is also the output layer.
         """
         n = sum(p.numel() for p in self.parameters())
-        if non_embedding:
+        if non_embedding and self.pos_emb is not None:
             n -= self.pos_emb.weight.numel()
         return n
 
@@ -185,9 +134,16 @@ class GPT(nn.Module):
                 f"{tuple(targets.shape)}"
             )
 
+    def _embed(self, idx: Tensor, P: int = 0) -> Tensor:
+        """(B, T, C): the embeddings of ``idx`` (B, T), the tokens at positions P .. P + T - 1,
+        plus their rows of the learned position table when there is one."""
+        x = self.tok_emb(idx)  # (B, T, C)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb.weight[P : P + idx.size(1)]  # rows of positions P .. P + T - 1
+        return self.drop(x)
+
     def _hidden(self, idx: Tensor, need_weights: bool = False) -> tuple[Tensor, list[Tensor]]:
-        T = idx.size(1)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(T))  # (B, T, C)
+        x = self._embed(idx)  # (B, T, C)
         maps = []
         for block in self.blocks:
             x, w = block(x, need_weights=need_weights)  # w: (B, nh, T, T) or None
@@ -255,14 +211,12 @@ class GPT(nn.Module):
         return self._forward_cached(idx, cache)
 
     def _forward_cached(self, idx: Tensor, cache: KVCache | None) -> tuple[Tensor, KVCache]:
-        T = idx.size(1)
-        P = 0 if cache is None else cache.length
-        pos = self.pos_emb.weight[P : P + T]  # (T, C): rows of positions P .. P + T - 1
-        x = self.drop(self.tok_emb(idx) + pos)  # (B, T, C)
+        P = 0 if cache is None else cache.length  # RoPE's blocks read P from their cache
+        x = self._embed(idx, P)  # (B, T, C)
         pasts = [None] * len(self.blocks) if cache is None else cache.layers
         layers = []
         for block, past in zip(self.blocks, pasts, strict=True):
-            x, kv = block.forward_cached(x, past)  # kv: k, v each (B, nh, P + T, hs)
+            x, kv = block.forward_cached(x, past)  # kv: k, v each (B, n_kv, P + T, hs)
             layers.append(kv)
         logits = self.lm_head(self.ln_f(x))  # (B, T, V)
         return logits, KVCache(layers)
@@ -286,8 +240,8 @@ class GPT(nn.Module):
 
         ``use_cache=True`` (the default) keeps a :class:`KVCache`: after a first forward
         over the prompt, each step runs only the newest token, attending to the keys
-        and values kept from earlier steps. The positions are learned (one row per
-        position up to ``block_size``), so once the window is full and slides by one
+        and values kept from earlier steps. Positions count from the window's start (a
+        learned row or a RoPE angle each), so once the window is full and slides by one
         token every position shifts and the cached keys are stale: from then on each
         step rebuilds the cache with a full forward over the last ``block_size`` tokens.
         The cache thus helps until the window is full, and the tokens are the same as

@@ -9,7 +9,8 @@
 Every module has a ``from_torch`` that copies the weights of PyTorch's counterpart (with
 :func:`minitx.nn.weights.copy_weights`), so the tests and the notebooks can check that both
 compute the same thing. The positional encodings live in :mod:`minitx.nn.positions` and are
-re-exported here with the other pieces of a block.
+re-exported here with the other pieces of a block. ``TransformerBlock`` takes the modern
+block's pieces (RMSNorm, SwiGLU, grouped-query attention, RoPE) from their own modules.
 """
 
 from __future__ import annotations
@@ -22,8 +23,14 @@ from torch import Tensor, nn
 
 from minitx.nn.activations import ACTIVATIONS, check_activation
 from minitx.nn.attention import MultiHeadAttention
+from minitx.nn.grouped_attention import self_attention
 from minitx.nn.positions import LearnedPositions, _check_positive_int, sinusoidal_positions
+from minitx.nn.rmsnorm import RMSNorm
+from minitx.nn.swiglu import SwiGLU
 from minitx.nn.weights import copy_weights
+
+NORMS = ("layer", "rms")  # LayerNorm, RMSNorm
+MLPS = ("gelu", "swiglu")  # the GPT-2 MLP (with its ``activation``), the gated SwiGLU
 
 
 def _check_dropout(dropout: float) -> None:
@@ -35,6 +42,27 @@ def _check_block(d_model: int, n_heads: int, dropout: float) -> None:
     _check_positive_int("d_model", d_model)
     _check_positive_int("n_heads", n_heads)
     _check_dropout(dropout)
+
+
+def check_block_options(norm: str, mlp: str, activation: str) -> None:
+    """ValueErrors naming the choices for a block's ``norm``, ``mlp`` and ``activation``
+    (the GPT-2 MLP's; SwiGLU's gate is always SiLU, so it takes only the default 'gelu')."""
+    for name, value, choices in (("norm", norm, NORMS), ("mlp", mlp, MLPS)):
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    check_activation(activation)
+    if mlp == "swiglu" and activation != "gelu":
+        raise ValueError(f"activation={activation!r} applies to mlp='gelu' only; SwiGLU's "
+                         "gate is SiLU: leave activation at its default 'gelu'")
+
+
+def make_norm(norm: str, d_model: int, eps: float = 1e-5, bias: bool = True,
+              fused: bool = False) -> LayerNorm | RMSNorm:
+    """A LayerNorm (``norm="layer"``) or an RMSNorm (``"rms"``, which has no bias)."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
+    return (RMSNorm(d_model, eps=eps, fused=fused) if norm == "rms" else
+            LayerNorm(d_model, eps=eps, bias=bias, fused=fused))
 
 
 def _check_input(x: Tensor, d_model: int, name: str = "x") -> None:
@@ -204,20 +232,26 @@ class TransformerBlock(nn.Module):
 
     ``forward_cached(x, past)`` is the same computation for generation with a KV cache
     (causal blocks only): it takes and returns the keys and values of earlier positions.
+
+    The modern block (Llama): ``norm="rms"`` (RMSNorm), ``mlp="swiglu"`` (SwiGLU of hidden
+    width ``d_ff``), ``n_kv_heads`` < n_heads (grouped-query attention), ``rope=True``
+    (rotary positions on queries and keys). The defaults give the GPT-2 block.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "gelu", norm_first: bool = True, causal: bool = False,
-                 bias: bool = True, eps: float = 1e-5, fused_norm: bool = False) -> None:
+                 bias: bool = True, eps: float = 1e-5, fused_norm: bool = False,
+                 norm: str = "layer", mlp: str = "gelu", n_kv_heads: int | None = None,
+                 rope: bool = False) -> None:
         super().__init__()
         _check_block(d_model, n_heads, dropout)
+        check_block_options(norm, mlp, activation)
         self.d_model, self.norm_first, self.causal = d_model, norm_first, causal
-        self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
-        self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
-        self.norm1 = LayerNorm(d_model, eps=eps, bias=bias, fused=fused_norm)
-        self.norm2 = LayerNorm(d_model, eps=eps, bias=bias, fused=fused_norm)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
+        self.attn = self_attention(d_model, n_heads, n_kv_heads, dropout, bias, rope)
+        self.ffn = (SwiGLU(d_model, d_ff, bias=bias, dropout=dropout) if mlp == "swiglu" else
+                    FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias))
+        self.norm1, self.norm2 = (make_norm(norm, d_model, eps, bias, fused_norm) for _ in range(2))
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
     def _sa(self, x: Tensor, mask: Tensor | None, need_weights: bool):
         y, w = self.attn(x, mask=mask, need_weights=need_weights, is_causal=self.causal)
@@ -243,8 +277,8 @@ class TransformerBlock(nn.Module):
         """The causal forward of new positions, with the keys/values of earlier ones cached.
 
         ``x`` (B, T, d_model) holds the T new positions; ``past`` is ``(k, v)``, each
-        (B, n_heads, P, d_head), returned by the previous call (None at the start).
-        Returns ``(x, (k, v))``: x (B, T, d_model), and k, v (B, n_heads, P + T, d_head)
+        (B, n_kv_heads, P, d_head), returned by the previous call (None at the start).
+        Returns ``(x, (k, v))``: x (B, T, d_model), and k, v (B, n_kv_heads, P + T, d_head)
         for the next call. Feeding a sequence in pieces gives the same x as ``forward``
         on the whole of it. Needs ``causal=True``: without the mask, earlier positions
         would change with every new token and could not be cached.
@@ -313,12 +347,9 @@ class DecoderBlock(nn.Module):
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout, bias=bias)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
-        self.norm1 = LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm3 = LayerNorm(d_model, eps=eps, bias=bias)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
+        norms = (LayerNorm(d_model, eps=eps, bias=bias) for _ in range(3))
+        self.norm1, self.norm2, self.norm3 = norms
+        self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(3))
 
     def _sa(self, x: Tensor, mask: Tensor | None, need_weights: bool):
         y, w = self.self_attn(x, mask=mask, need_weights=need_weights, is_causal=self.causal)
@@ -364,11 +395,5 @@ class DecoderBlock(nn.Module):
         return ours.to(dtype=module.linear1.weight.dtype)
 
 
-__all__ = [
-    "DecoderBlock",
-    "FeedForward",
-    "LayerNorm",
-    "LearnedPositions",
-    "TransformerBlock",
-    "sinusoidal_positions",
-]
+__all__ = ["MLPS", "NORMS", "DecoderBlock", "FeedForward", "LayerNorm", "LearnedPositions",
+           "TransformerBlock", "check_block_options", "make_norm", "sinusoidal_positions"]

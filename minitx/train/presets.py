@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from minitx.nn.gpt import GPTConfig
 
 MODEL_KEYS = ("block_size", "n_layer", "n_head", "n_embd", "dropout", "bias")
-# GPTConfig fields a preset may set; left out, GPTConfig's defaults apply (gelu, tied head).
-OPTIONAL_MODEL_KEYS = ("activation", "tied_head")
+# GPTConfig fields a preset may set; left out, GPTConfig's defaults apply (GPT-2's block:
+# LayerNorm, learned positions, a GELU MLP, a key and value head per query head; tied head).
+OPTIONAL_MODEL_KEYS = ("activation", "tied_head", "norm", "positions", "mlp", "n_kv_heads")
 
 
 @dataclass(frozen=True)

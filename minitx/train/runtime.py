@@ -24,6 +24,8 @@ from pathlib import Path
 
 import torch
 
+from minitx.train import cpu_policy
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
@@ -40,6 +42,7 @@ class Runtime:
     tf32: bool
     num_threads: int
     shards: int = 1
+    timed_shards: bool = False  # time shards against one thread (minitx.train.cpu_policy)
 
 
 def available_cpus() -> int:
@@ -52,9 +55,8 @@ def available_cpus() -> int:
 
 def cpu_threads(env: dict[str, str] | None = None, cpus: int | None = None) -> int:
     """Threads for CPU work: ``$OMP_NUM_THREADS`` when set (the user asked), else every
-    available core. On a machine shared with other busy processes one thread per process
-    can be several times faster than oversubscribed cores; set ``OMP_NUM_THREADS=1`` then.
-    """
+    available core. Training with more than one splits each batch into row shards and
+    times them against one thread (``minitx.train.cpu_policy``)."""
     env = os.environ if env is None else env
     value = env.get("OMP_NUM_THREADS", "").strip()
     if not value:
@@ -127,9 +129,10 @@ def plan_runtime(
     CUDA: bf16 autocast (if the GPU supports it), fused AdamW, TF32, compile.
     mps: float32, no compile. CPU: float32, no compile, ``threads`` or every available
     core (``$OMP_NUM_THREADS`` when set, see ``cpu_threads``), and a training batch split
-    into as many row shards as threads, each shard on its own core. ``dtype``, ``compile``
-    and ``shards`` (1: never split) override the choice. A pure function of its inputs:
-    nothing changes until :func:`activated`.
+    into as many row shards as threads, each shard on its own core, timed against one
+    thread now and then (``timed_shards``, see ``minitx.train.cpu_policy``). ``dtype``,
+    ``compile`` and ``shards`` (1: never split; N: always N) override the choice. A pure
+    function of its inputs: nothing changes until :func:`activated`.
     """
     chosen = select_device(device, cuda_available=cuda_available, mps_available=mps_available)
     is_cuda = chosen.type == "cuda"
@@ -149,6 +152,7 @@ def plan_runtime(
         raise ValueError(f"shards must be None or an int >= 1, got {shards!r}")
     num_threads = threads or cpu_threads(cpus=cpus)
     on_cpu = chosen.type == "cpu"
+    timed = shards is None and on_cpu and num_threads > 1 and cpu_policy.TIME_SHARDS
     if shards is None:
         shards = num_threads if on_cpu else 1
     elif shards > 1 and not on_cpu:
@@ -162,6 +166,7 @@ def plan_runtime(
         tf32=is_cuda,
         num_threads=num_threads,
         shards=shards,
+        timed_shards=timed,
     )
 
 
@@ -310,7 +315,9 @@ def describe(runtime: Runtime, shards: int = 1) -> str:
     if runtime.device.type == "cpu":
         parts.append(f"{runtime.num_threads} thread{'s' if runtime.num_threads != 1 else ''}")
     if shards > 1:
-        parts.append(f"each batch in {shards} row shards")
+        parts.append(f"each batch in {shards} row shards"
+                     + (" or on one thread, whichever timed trials find faster"
+                        if runtime.timed_shards else ""))
     if runtime.compile:
         parts.append("compiled")
     return f"{runtime.device} ({', '.join(parts)})"

@@ -1,13 +1,10 @@
 """A training loop that knows nothing about GPT (in the spirit of minGPT's trainer).
 
-What the trainer needs:
-
-- a ``model`` (any ``nn.Module``);
-- a batch source ``get_batch(split, generator) -> batch`` for ``split`` in
-  {'train', 'val'}, drawing its randomness from ``generator`` (see ``minitx.data.batches``);
-- a loss ``loss_fn(model, batch) -> scalar tensor``; the default, for language models
-  such as ``minitx.nn.gpt.GPT``, is ``model(x, y)[1]`` with ``batch = (x, y)``;
-- a ``TrainConfig``.
+What the trainer needs: a ``model`` (any ``nn.Module``); a batch source
+``get_batch(split, generator) -> batch`` for ``split`` in {'train', 'val'}, drawing its
+randomness from ``generator`` (see ``minitx.data.batches``); a loss ``loss_fn(model,
+batch) -> scalar tensor`` (the default, for language models such as ``minitx.nn.gpt.GPT``,
+is ``model(x, y)[1]`` with ``batch = (x, y)``); a ``TrainConfig``.
 
 A task (the date translation of notebook 03, the recall task of 02, the relations of 06)
 supplies the batches and the loss and nothing else: every model of the course is trained
@@ -23,7 +20,8 @@ there) and re-raises ``KeyboardInterrupt``.
 Where it runs comes from ``minitx.train.runtime.plan_runtime``: CUDA (bf16 autocast,
 fused AdamW, TF32, ``torch.compile``), mps or the CPU. On a CPU with several cores, a
 language model with the default loss and no dropout trains data-parallel, one core per
-slice of the batch (``minitx.train.shards``), for the same gradient up to float rounding.
+slice of the batch (``minitx.train.shards``), for the same gradient up to float rounding,
+or on one thread when timed trials find that faster (``minitx.train.cpu_policy``).
 """
 
 from __future__ import annotations
@@ -39,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from minitx.train.config import TrainConfig
+from minitx.train.cpu_policy import ShardTrial
 from minitx.train.evaluate import Batch, LossFn, checked_loss, language_model_loss, mean_loss
 from minitx.train.evaluate import accuracy as accuracy  # re-exported: its old home
 from minitx.train.optim import make_optimizer
@@ -74,10 +73,9 @@ class Trainer:
     """Train ``model`` on batches from ``get_batch`` following ``config``.
 
     Args:
-        model: any module.
-        config: a ``TrainConfig``.
-        get_batch: ``get_batch(split, generator) -> batch``; the first tensor of a batch
-            (``x``) has ``config.batch_size`` rows.
+        model: any module; config: a ``TrainConfig``.
+        get_batch: ``get_batch(split, generator) -> batch``, whose first tensor has
+            ``config.batch_size`` rows.
         loss_fn: ``loss_fn(model, batch) -> scalar tensor``; default
             :func:`language_model_loss`, ``model(x, y)[1]``.
         callbacks: optional ``{event: [fn(trainer), ...]}`` for the events in ``EVENTS``.
@@ -87,8 +85,8 @@ class Trainer:
 
     Attributes read by callbacks: ``step`` (optimisation steps done), ``model``,
     ``optimizer``, ``generator`` (the batch generator), ``history``, ``last_val_loss``,
-    ``best_val_loss``, ``runtime``, ``config``. A callback may call :meth:`stop` (e.g.
-    early stopping on a validation accuracy it records in ``history``).
+    ``best_val_loss``, ``runtime``, ``config``, ``shard_trial``. A callback may call
+    :meth:`stop` (e.g. early stopping on a validation accuracy it records in ``history``).
     """
 
     def __init__(
@@ -138,6 +136,7 @@ class Trainer:
         self._loss_count = 0
         self._mid_update = False
         self._sharded: ShardedGradients | None = None  # open only inside train()
+        self.shard_trial: ShardTrial | None = None  # shards or one thread, timed
 
     # -------------------------------------------------------------- callbacks
     def add_callback(self, event: str, fn: Callback) -> None:
@@ -192,15 +191,19 @@ class Trainer:
         batch = self.get_batch("train", self.generator)
         x = first_tensor(batch)
         if x.size(0) != self.config.batch_size:
-            raise ValueError(
-                f"get_batch returned a batch of {x.size(0)} rows; TrainConfig.batch_size is "
-                f"{self.config.batch_size}"
-            )
-        if self._sharded is not None and can_shard(batch, self._sharded.shards):
+            raise ValueError(f"get_batch returned a batch of {x.size(0)} rows; "
+                             f"TrainConfig.batch_size is {self.config.batch_size}")
+        shard = self._sharded is not None and can_shard(batch, self._sharded.shards)
+        trial = self.shard_trial if shard else None
+        shard = shard and (trial is None or trial.use_shards())
+        t0 = time.perf_counter()
+        if shard:
             loss = self._sharded.backward(self.model, lambda _, piece: self._loss(piece), batch)
         else:
             loss = self._loss(batch)
             loss.backward()
+        if trial is not None:
+            trial.record(shard, time.perf_counter() - t0)
         norm = None
         if self.config.grad_clip > 0:
             norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
@@ -231,11 +234,13 @@ class Trainer:
             self._eval_and_record()
         bar = tqdm(total=max_steps, initial=self.step, desc="train", unit="step",
                    disable=not self.progress, dynamic_ncols=True)
-        t_window, tokens_window = time.perf_counter(), 0
-        t_last = t_window
+        t_last = t_window = time.perf_counter()
+        tokens_window = 0
         try:
             if self.shards > 1:
                 self._sharded = ShardedGradients(self.shards)
+                if self.runtime.timed_shards:
+                    self.shard_trial = self.shard_trial or ShardTrial()
             # With shards, every thread of the loop computes with one torch thread: the idle
             # OpenMP team of a two-thread optimizer step would spin on the shards' cores.
             step_threads = threads(1) if self._sharded else contextlib.nullcontext()

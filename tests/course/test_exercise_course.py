@@ -1,5 +1,7 @@
 """The course's exercises as a whole: kinds per notebook, no answer printed earlier, no
-question asked twice, solutions a teacher can print, and the progress report.
+question asked twice, solutions a teacher can print (from the instructor's answer key, which
+the package does not hold), a submitted function that is or only calls the package's own
+refused, and the progress report.
 
 Each rule is a small function tested on a planted counterexample first, so that its
 pass over the real course means something.
@@ -15,11 +17,21 @@ import io
 import json
 import math
 import re
+import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from minitx.course.exercises import NOTEBOOKS, check, get, names, notes, saved_check_cells
+from minitx.course.exercises import (
+    NOTEBOOKS,
+    answers,
+    check,
+    get,
+    names,
+    notes,
+    saved_check_cells,
+)
 from minitx.course.teacher import (
     guide,
     main,
@@ -161,7 +173,7 @@ def test_the_printed_answer_rule_catches_a_planted_answer():
 
 @pytest.mark.parametrize("name", CHECKED)
 def test_no_answer_is_printed_earlier_in_the_course(name):
-    answer = get(name).solution()
+    answer = answers.solution(name)
     text = earlier_outputs(name)
     leaked = {x: printed_in(text, x) for x in _numbers(answer)}
     assert not any(leaked.values()), f"{name}: printed before the exercise: {leaked}"
@@ -203,7 +215,7 @@ def test_no_two_exercises_ask_the_same_question():
 def test_the_printed_solution_is_accepted_by_the_checker(name):
     text = solution_text(name)
     try:
-        answer = get(name).solution()
+        answer = answers.solution(name)
     except (OSError, ValueError) as err:  # a solution computed from the corpus
         why = str(err).splitlines()[0]
         pytest.skip(f"cannot compute the solution of {name} here: {why}")
@@ -225,8 +237,11 @@ def test_the_printed_solution_is_accepted_by_the_checker(name):
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_the_solutions_command_prints_every_exercise(notebook, capsys):
-    assert main(["solutions", notebook]) == 0
-    out = capsys.readouterr().out
+    """(Notebooks 01 and 09 compute solutions from the corpus: without it the command
+    fails, saying so, and the test is skipped with that reason.)"""
+    code = main(["solutions", notebook])
+    out, err = capsys.readouterr()
+    assert code == 0, err
     for name in names(notebook):
         assert f"{name} ({get(name).kind})" in out
     assert out.strip() == solutions(notebook).strip()
@@ -235,6 +250,63 @@ def test_the_solutions_command_prints_every_exercise(notebook, capsys):
 def test_the_solutions_command_refuses_an_unknown_notebook(capsys):
     assert main(["solutions", "42"]) == 2
     assert "notebook must be one of 01, 02" in capsys.readouterr().err
+
+
+def test_outside_the_instructors_checkout_the_solutions_command_says_where_they_are(
+    monkeypatch, capsys
+):
+    """An installed package has no answer key: no solution, no model answer, a clear word."""
+    monkeypatch.delenv(answers.ENV, raising=False)
+    monkeypatch.setattr(answers, "_checkout_key", lambda: None)
+    assert not answers.available()
+    assert main(["solutions", "04"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "ship only with the instructor's checkout" in captured.err
+    with pytest.raises(answers.SolutionsUnavailable, match=answers.ENV):
+        answers.model_answer("04.why_scale")
+    text = guide()
+    assert "in the instructor's checkout only" in text
+    monkeypatch.undo()  # the real key again, to name every model answer the guide left out
+    for name in (n for n in names() if get(n).kind == "think"):
+        assert answers.model_answer(name) not in text, name
+
+
+def test_a_copy_of_the_answer_key_named_by_the_environment_is_read(monkeypatch, tmp_path):
+    copy = tmp_path / "key"
+    shutil.copytree(ROOT / "instructor" / "solutions", copy)
+    monkeypatch.setenv(answers.ENV, str(copy))
+    assert answers.solutions_dir() == copy
+    assert answers.key("04").__file__ == str(copy / "nb04.py")
+    assert solution_text("04.why_scale") == answers.model_answer("04.why_scale")
+    monkeypatch.setenv(answers.ENV, str(tmp_path / "missing"))
+    with pytest.raises(answers.SolutionsUnavailable, match="is not a folder"):
+        answers.solutions_dir()
+
+
+def test_an_answer_file_must_answer_every_exercise_of_its_notebook(monkeypatch, tmp_path):
+    (tmp_path / "nb04.py").write_text(
+        'SOLUTIONS = {"04.tiny": lambda: [0.5, 0.5], "04.extra": lambda: 1}\n'
+        "MODEL_ANSWERS = {}\n", encoding="utf-8")
+    monkeypatch.setenv(answers.ENV, str(tmp_path))
+    with pytest.raises(ValueError, match=r"missing \['04.attention'.*unknown \['04.extra'\]"):
+        answers.key("04")
+
+
+def test_solutions_and_model_answers_are_not_in_the_package():
+    """Every solution's source and every model answer lives in instructor/, not minitx/."""
+    package = "\n".join(p.read_text(encoding="utf-8")
+                        for p in sorted((ROOT / "minitx").rglob("*.py")))
+    for name in names():
+        text = solution_text(name)
+        if get(name).kind in ("implement", "think") or text.startswith("def "):
+            assert _body(text) not in package, name
+
+
+def _body(text: str) -> str:
+    """A solution's text without its first line (a def's signature), or all of it."""
+    lines = text.splitlines()
+    return "\n".join(lines[1:]) if text.startswith("def ") and len(lines) > 1 else text
 
 
 def test_teaching_md_is_the_guide_the_modules_give():
@@ -280,11 +352,31 @@ def test_every_checked_exercise_has_a_check_cell_in_its_notebook():
     assert sorted(found) == CHECKED
 
 
-def test_stored_notebooks_are_rechecked_as_unanswered():
-    """The stored notebooks are unanswered: running their check cells again says so."""
-    rows = progress([NOTEBOOK_FILES["01"], NOTEBOOK_FILES["04"]])
-    assert sorted(r.exercise for r in rows) == [n for n in CHECKED if n[:2] in ("01", "04")]
+def test_the_student_edition_is_rechecked_as_unanswered_and_the_source_as_correct(tmp_path):
+    """The student edition's check cells are blank: running them again says so; the
+    source notebooks hold the instructor's answers, which the checkers accept."""
+    from minitx.course.editions import build_edition
+
+    student = build_edition("student", tmp_path / "student", ["01", "04"])
+    expected = [n for n in CHECKED if n[:2] in ("01", "04")]
+    rows = progress(student)
+    assert sorted(r.exercise for r in rows) == expected
     assert {r.status for r in rows} == {"unanswered"}
+    source = progress([NOTEBOOK_FILES["01"], NOTEBOOK_FILES["04"]])
+    assert sorted(r.exercise for r in source) == expected
+    for row in source:  # a checker that needs the absent corpus cannot check, and says why
+        missing_corpus = row.status == "not checked" and "tinyshakespeare" in row.detail
+        assert row.status == "correct" or (missing_corpus and not _corpus_here()), row
+
+
+def _corpus_here() -> bool:
+    from minitx.data import corpus_path
+
+    try:
+        corpus_path("tinyshakespeare", download=False)
+    except (FileNotFoundError, ValueError):
+        return False
+    return True
 
 
 def _learner_copy(tmp_path: Path, notebook: str, cells: dict[str, tuple[str, str]]) -> Path:
@@ -303,7 +395,7 @@ def _learner_copy(tmp_path: Path, notebook: str, cells: dict[str, tuple[str, str
 
 def test_progress_checks_each_answer_again_and_trusts_no_printed_text(tmp_path, capsys):
     attention = solution_text("04.attention")
-    shapes = get("04.shapes").solution()
+    shapes = answers.solution("04.shapes")
     path = _learner_copy(tmp_path, "04", {
         # right answers, one a function that needs the notebook's imports (torch, math)
         "04.attention": (f"{attention}\n\nanswer = attention\nresult = check('04.attention', "
@@ -362,6 +454,57 @@ def test_the_teachers_commands_have_help(command, capsys):
         main([command, "--help"])
     assert exit_.value.code == 0 and f"usage: minitx.course.exercises {command}" in (
         capsys.readouterr().out)
+
+
+def _top_p_wrapper(logits, p):
+    """Filter the logits."""
+    from minitx.nn import generation
+
+    return generation.top_p_filter(logits, p)
+
+
+def _shift_wrapper(tgt, bos_id):
+    from minitx.nn.encoder_decoder import shift_right
+
+    return shift_right(tgt, bos_id=bos_id)
+
+
+def _wrappers():
+    from minitx.nn import attention, encoder_decoder, generation
+
+    shift = encoder_decoder.shift_right
+    return [
+        ("09.top_p", lambda logits, p: generation.top_p_filter(logits, p), "top_p_filter"),
+        ("10.shift_right", lambda tgt, bos: shift(tgt, bos), "shift_right"),
+        ("09.top_p", _top_p_wrapper, "top_p_filter"),
+        ("05.masked_softmax", lambda scores, mask: attention.masked_softmax(scores, mask, -1),
+         "masked_softmax"),
+        ("10.shift_right", _shift_wrapper, "shift_right"),
+    ]
+
+
+@pytest.mark.parametrize("name, answer, own", _wrappers(),
+                         ids=["lambda", "lambda-closure", "def-with-docstring", "lambda-constant",
+                              "def-with-import"])
+def test_an_implement_exercise_rejects_a_function_that_only_calls_the_packages(
+    name, answer, own
+):
+    result = check(name, answer, quiet=True)
+    assert not result.ok
+    assert f"only calls the package's own {own}" in result.message
+
+
+def test_a_partial_of_the_packages_function_is_its_own_function():
+    from minitx.nn.attention import masked_softmax
+
+    result = check("05.masked_softmax", partial(masked_softmax, dim=-1), quiet=True)
+    assert not result.ok and "package's own masked_softmax" in result.message
+
+
+def test_a_function_that_uses_the_package_among_its_own_steps_is_judged_by_the_checker():
+    """The instructor's pad_and_mask calls the package's pad_batch, then builds the mask."""
+    result = check("01.pad_and_mask", answers.solution("01.pad_and_mask"), quiet=True)
+    assert result.ok, result.message
 
 
 @pytest.mark.parametrize("name, own", [

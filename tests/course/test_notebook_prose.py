@@ -1,5 +1,7 @@
 """What a learner reads: no words about the test harness in any notebook, and the
-README's course map gives each notebook's size as it is."""
+README's course map gives each notebook's size as it is. Sizes are the student edition's
+(``minitx.course.editions``): the repository's notebooks are the instructor's source, with
+each exercise's solution and each experiment's explanation in them."""
 
 from __future__ import annotations
 
@@ -38,6 +40,14 @@ def sizes(path: Path) -> tuple[int, int]:
     return words, code
 
 
+@pytest.fixture(scope="module")
+def student(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The student edition of every notebook, by file name."""
+    from minitx.course.editions import build_edition
+
+    return {p.name: p for p in build_edition("student", tmp_path_factory.mktemp("student"))}
+
+
 def test_the_harness_rule_catches_a_planted_word():
     assert HARNESS.search("this cell is not compared by nbval")
     assert not HARNESS.search("the model is tested against PyTorch")
@@ -59,11 +69,11 @@ def test_no_harness_words_for_learners(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_the_course_map_gives_the_notebooks_size(path):
+def test_the_course_map_gives_the_notebooks_size(path, student):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     row = re.search(rf"^\| `{re.escape(path.stem)}` \|.*\| ([\d,]+) \| ([\d,]+) \|$", readme, re.M)
     assert row, f"no course-map row with word and code-line counts for {path.stem}"
-    words, code = sizes(path)
+    words, code = sizes(student[path.name])
     stated = [int(g.replace(",", "")) for g in row.groups()]
     assert stated == [words, code], (
         f"README says {stated}, the notebook has {words} words and {code} code lines"
@@ -74,8 +84,8 @@ MAX_WORDS, MAX_CODE_LINES = 2800, 500  # one class period
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_a_notebook_fits_one_class_period(path):
-    words, code = sizes(path)
+def test_a_notebook_fits_one_class_period(path, student):
+    words, code = sizes(student[path.name])
     assert words <= MAX_WORDS and code <= MAX_CODE_LINES, (
         f"{path.name}: {words} words and {code} code lines; a class period is at most "
         f"{MAX_WORDS} words and {MAX_CODE_LINES} code lines"

@@ -2,7 +2,8 @@
 
 Each ``nbNN.py`` here gives ``CASES`` (exercise name -> :class:`Case`) and ``VALUE_CHECKS``,
 functions that check the checkers' expected values against independent computations.
-Right and wrong answers are worked out by hand, independently of the package. A buggy
+Right and wrong answers are worked out by hand, independently of the package; where a case
+needs the instructor's solution, :func:`solution` reads it from the answer key. A buggy
 learner function says which exercise it answers and the hint it must get with
 :func:`wrong`; :func:`wrong_answers` collects them for its exercise's :class:`Case`.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from minitx.course.exercises import answers
 
 Answer = tuple[Any, str | None]
 
@@ -52,6 +55,12 @@ def prediction(
     the hint text it must get, and answers that name no choice (``no_letter``), which must
     be asked for one letter."""
     return Case(right, (*hints.items(), *((a, "one letter") for a in no_letter)), never=never)
+
+
+def solution(name: str) -> Any:
+    """The instructor's solution to ``name``, from the answer key of this checkout
+    (``instructor/solutions/``); the package holds none."""
+    return answers.solution(name)
 
 
 def wrong_answers(name: str, *more: Answer) -> tuple[Answer, ...]:

@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from exercise_cases import Case, prediction, wrong, wrong_answers
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
 from minitx.course.exercises import nb01
 
 # ---- learner functions for 01.pad_and_mask, written by hand ---------------------------------
@@ -121,11 +121,13 @@ def check_average_order():
 
 
 def check_pad_and_mask_cases():
-    """The reference agrees with a hand-written padding on every case the checker uses."""
+    """The checker's reference and the instructor's solution agree with a hand-written
+    padding on every case the checker uses."""
     for seqs, pad_id, _ in nb01._pad_cases():
         want_ids, want_mask = pad_right(seqs, pad_id)
-        ids, mask = nb01.pad_and_mask(seqs, pad_id)
-        assert torch.equal(ids, want_ids) and torch.equal(mask, want_mask)
+        for reference in (nb01._padded_batch, solution("01.pad_and_mask")):
+            ids, mask = reference(seqs, pad_id)
+            assert torch.equal(ids, want_ids) and torch.equal(mask, want_mask)
 
 
 VALUE_CHECKS = [check_batch_size_waste, check_average_order, check_pad_and_mask_cases]

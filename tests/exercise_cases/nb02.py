@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from exercise_cases import Case, prediction, wrong, wrong_answers
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
 from minitx.course.exercises import nb02
 
 # ---- learner functions for 02.lstm_step, written by hand ------------------------------------
@@ -147,10 +147,11 @@ def check_cnn_reach():
 
 
 def check_lstm_step_reference():
-    """The package's cell and the reference agree with the unit-by-unit step on every case."""
+    """The package's cell and the instructor's solution agree with the unit-by-unit step on
+    every case."""
     for _, args in nb02.lstm_step_cases():
         want = step_by_units(*args)
-        for got in (nb02.lstm_cell_step(*args), nb02.lstm_step(*args)):
+        for got in (nb02.lstm_cell_step(*args), solution("02.lstm_step")(*args)):
             assert all(torch.allclose(g, w, atol=1e-12) for g, w in zip(got, want, strict=True))
 
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from exercise_cases import Case, prediction, wrong, wrong_answers
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
 from minitx.course.exercises import nb03
 
 RIGHT_ISO = ["2005-04-03", "1951-11-30", "2049-02-01", "1987-07-14"]
@@ -111,7 +111,7 @@ CASES: dict[str, Case] = {
         never=tuple(RIGHT_ISO),
     ),
     "03.additive": Case(
-        right=(by_loops, vectorised, nb03.additive_attention),
+        right=(by_loops, vectorised, solution("03.additive")),
         wrong=wrong_answers(
             "03.additive",
             (lambda *args: args[0], "tuple (context, weights)"),
@@ -135,10 +135,12 @@ def check_nb03_expected_values_are_what_the_prompts_describe():
     assert [datetime.date.fromisoformat(s) for s in nb03.expected_iso()] == [
         d for d, _ in nb03.ISO_CASES
     ]
-    # The reference answer of "03.additive" agrees with the loops above on every case.
+    # The checker's reference and the instructor's solution of "03.additive" agree with
+    # the loops above on every case.
     for case in nb03._additive_cases():
-        for mine, ref in zip(by_loops(*case), nb03.additive_attention(*case), strict=True):
-            torch.testing.assert_close(mine, ref)
+        for fn in (nb03._package_additive, solution("03.additive")):
+            for mine, ref in zip(by_loops(*case), fn(*case), strict=True):
+                torch.testing.assert_close(mine, ref)
 
 
 def check_nb03_duplicate_by_algebra():

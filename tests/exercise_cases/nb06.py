@@ -6,11 +6,11 @@ import math
 
 import torch
 
-from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.course.exercises.nb06 import merge_heads, split_heads, swap_heads, swap_truth
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
+from minitx.course.exercises.nb06 import swap_heads, swap_truth
 from minitx.course.relations import RelationNet
 from minitx.data.relations import RelationTask
-from minitx.nn.attention import MultiHeadAttention
+from minitx.nn.attention import MultiHeadAttention, merge_heads, split_heads
 
 # ---- split_heads: right and wrong, written by hand --------------------------------------
 
@@ -159,6 +159,13 @@ def loop_over_heads(mha, x):
 
 
 def check_nb06_split_and_merge_agree_with_a_loop_over_heads():
+    """The package's split and merge (the checkers' references) and the instructor's."""
+    mine = (solution("06.split_heads"), solution("06.merge_heads"))
+    for split, merge in ((split_heads, merge_heads), mine):
+        _split_and_merge_agree_with_a_loop_over_heads(split, merge)
+
+
+def _split_and_merge_agree_with_a_loop_over_heads(split_heads, merge_heads):
     torch.manual_seed(0)
     for B, T, C, h in ((2, 5, 8, 2), (1, 1, 12, 3), (3, 4, 16, 4)):
         mha = MultiHeadAttention(C, h).double()

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from exercise_cases import Case, prediction, wrong, wrong_answers
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
 from minitx.course.exercises.nb07 import (
     expected_block_params,
     expected_initial_loss,
-    sinusoidal,
     window_reach,
     window_truth,
 )
@@ -124,7 +123,7 @@ CASES: dict[str, Case] = {
 
 def check_nb07_expected_values_agree_with_independent_computations():
     for T, d in ((4, 6), (1, 2), (30, 8)):
-        assert torch.allclose(sinusoidal(T, d), table_with_loops(T, d), atol=1e-12)
+        assert torch.allclose(solution("07.sinusoidal")(T, d), table_with_loops(T, d), atol=1e-12)
         assert torch.allclose(
             sinusoidal_positions(T, d, dtype=torch.float64), table_with_loops(T, d), atol=1e-12
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, solution, wrong, wrong_answers
 
 # ---- 08.wsd: learner functions, right and wrong --------------------------------------------
 
@@ -84,7 +84,8 @@ def deep_init_by_the_square_root_rule():
 
 
 def wsd_against_the_trainers_schedule():
-    """The reference is the schedule the trainer follows (TrainConfig.lr_at, min_lr 0)."""
+    """The checker's reference and the instructor's solution are the schedule the trainer
+    follows (TrainConfig.lr_at, min_lr 0)."""
     from minitx.course.exercises import nb08
     from minitx.train.config import TrainConfig
 
@@ -92,7 +93,8 @@ def wsd_against_the_trainers_schedule():
                          schedule="wsd", cooldown_frac=0.5)  # fmt: skip
     for step in range(800):
         want = config.lr_at(step)
-        assert math.isclose(nb08.wsd_lr(step, 800, 0.006, 20, 400), want, abs_tol=1e-12)
+        assert math.isclose(nb08._package_lr(step, 800, 0.006, 20, 400), want, abs_tol=1e-12)
+        assert math.isclose(solution("08.wsd")(step, 800, 0.006, 20, 400), want, abs_tol=1e-12)
         assert math.isclose(wsd_by_pieces(step, 800, 0.006, 20, 400), want, abs_tol=1e-12)
 
 

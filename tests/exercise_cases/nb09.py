@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from exercise_cases import Case, wrong, wrong_answers
+from exercise_cases import Case, solution, wrong, wrong_answers
 
 # ---- 09.top_p: learner functions, right and wrong --------------------------------------
 
@@ -199,7 +199,7 @@ def temperature_by_hand():
 
 
 def top_p_cases_by_hand():
-    """The reference and the package agree with the loop on every case the checker uses,
+    """The instructor's solution and the package agree with the loop on every case the checker uses,
     and on a case worked out by hand: logits log(0.5, 0.3, 0.15, 0.05), p = 0.79 keeps the
     first two (0.5 + 0.3 passes 0.79) and p = 0.81 the first three."""
     from minitx.course.exercises import nb09
@@ -207,10 +207,11 @@ def top_p_cases_by_hand():
 
     logits = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64).log()
     for p, kept in ((0.79, [True, True, False, False]), (0.81, [True, True, True, False])):
-        for fn in (nb09.top_p_filter, generation.top_p_filter, top_p_by_loop):
+        for fn in (solution("09.top_p"), generation.top_p_filter, top_p_by_loop):
             assert torch.isfinite(fn(logits, p)).tolist() == kept, (fn, p)
     for logits, p in nb09._top_p_cases():
-        assert torch.equal(nb09.top_p_filter(logits, p), top_p_by_loop(logits, p))
+        assert torch.equal(solution("09.top_p")(logits, p), top_p_by_loop(logits, p))
+        assert torch.equal(generation.top_p_filter(logits, p), top_p_by_loop(logits, p))
 
 
 def capitals_by_an_independent_measurement():
@@ -249,13 +250,15 @@ def capitals_by_an_independent_measurement():
 
 
 def longest_match_by_hand():
+    """The checker's reference and the instructor's solution against a brute force."""
     from minitx.course.exercises import nb09
+    from minitx.data.text_stats import longest_verbatim_match
 
-    assert (
-        nb09.longest_match("a cat on a mat, the dog sat", "the cat sat on the mat") == 6
-    )  # "at on "
+    mine = solution("09.longest_match")
+    assert mine("a cat on a mat, the dog sat", "the cat sat on the mat") == 6  # "at on "
     for sample, corpus in nb09._match_cases():
-        assert nb09.longest_match(sample, corpus) == longest_by_brute_force(sample, corpus)
+        want = longest_by_brute_force(sample, corpus)
+        assert mine(sample, corpus) == want == longest_verbatim_match(sample, corpus).length
 
 
 VALUE_CHECKS = [

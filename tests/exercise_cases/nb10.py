@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from exercise_cases import Case, prediction
+from exercise_cases import Case, prediction, solution
 from minitx.course.exercises import nb10 as E
 from minitx.nn import encoder_decoder, generation
 
@@ -81,7 +81,7 @@ CASES: dict[str, Case] = {
         ),
     ),
     "10.kv_cache": Case(
-        right=(key_vectors_by_formula, key_vectors_by_loop, E.key_vectors),
+        right=(key_vectors_by_formula, key_vectors_by_loop, solution("10.kv_cache")),
         wrong=(
             (lambda steps, S: {"without": steps * steps, "with": steps}, "not all of them"),
             (lambda steps, S: {"without": steps * S, "with": steps}, "not all of them"),
@@ -103,7 +103,7 @@ CASES: dict[str, Case] = {
     "10.shift_right": Case(
         right=(
             shift_right,
-            E.shift_right,
+            solution("10.shift_right"),
         ),
         wrong=(
             (lambda t, b: t, "first difference is at row 0, column 0"),
@@ -130,12 +130,15 @@ CASES: dict[str, Case] = {
 def check_expected_values_agree_with_independent_reasoning():
     for steps, S in E.KV_CASES:
         assert E.expected_kv_keys(steps, S) == key_vectors_by_formula(steps, S)
+    # The checkers' references (the package's) and the instructor's solutions.
     for tgt, bos in E._shift_cases():
-        assert torch.equal(shift_right(tgt, bos), E.shift_right(tgt, bos))
+        for ref in (encoder_decoder.shift_right, solution("10.shift_right")):
+            assert torch.equal(shift_right(tgt, bos), ref(tgt, bos))
     for log_probs, scores, width in E._beam_cases():
-        for mine, ref in zip(beam_step(log_probs, scores, width),
-                             E.beam_step(log_probs, scores, width), strict=True):  # fmt: skip
-            assert torch.equal(mine, ref)
+        for reference in (generation.beam_step, solution("10.beam_step")):
+            for mine, ref in zip(beam_step(log_probs, scores, width),
+                                 reference(log_probs, scores, width), strict=True):  # fmt: skip
+                assert torch.equal(mine, ref)
     # Cross-attention has no causal mask and the encoder none either: a changed source
     # character reaches every decoder position.
     assert E.source_change_truth() == "c"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
+from minitx.data import shipped_model_path
 from minitx.nn import generation
 from minitx.nn.attention import MultiHeadAttention
 from minitx.nn.generation import KVCache
@@ -15,7 +14,7 @@ from minitx.nn.transformer import TransformerBlock
 
 V = 17
 BLOCK = 8
-CKPT = Path(__file__).resolve().parents[2] / "data" / "minigpt_shakespeare.pt"
+CKPT = shipped_model_path("small")
 LOGIT_TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 

@@ -4,13 +4,14 @@ Each notebook's exercises live in their own module (``minitx.course.exercises.nb
 
 * :func:`exercise` registers a checked exercise of one kind (``predict``: commit to an
   outcome before running the experiment; ``implement``: write the piece just taught, tested
-  against the package; ``compute``: work a small case by hand) with its checker and a
-  solution the checker accepts;
-* :func:`think` registers an open question with a model answer for the teacher.
+  against the package; ``compute``: work a small case by hand) with its checker, which
+  compares an answer with test vectors: expected values the package computes, or hashes;
+* :func:`think` registers an open question, which no checker reads.
 
 A learner calls ``check("04.shapes", answer)`` and reads "Correct" or what is wrong; the
-checker never reveals the solution. Teachers print solutions with ``minitx solutions 04``
-(see :mod:`minitx.course.teacher`).
+checker never reveals the solution. Solutions and model answers are not in the package:
+they ship with the instructor's checkout (:mod:`minitx.course.exercises.answers`), where
+teachers print them with ``minitx solutions 04`` (see :mod:`minitx.course.teacher`).
 
 An unanswered exercise (``answer`` left as ``None`` or ``...``) prints a reminder
 instead of raising, so a notebook runs top to bottom before the learner starts. A checker
@@ -69,15 +70,14 @@ class Result:
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise. ``checker`` and ``solution`` are None for an open question (``think``),
-    which has a ``model_answer`` instead."""
+    """One exercise: its prompt and its checker, None for an open question (``think``).
+    Its solution or model answer is the instructor's: see
+    :func:`minitx.course.exercises.answers.solution`."""
 
     name: str
     prompt: str
     kind: str
     checker: Callable[[Any], str | None] | None
-    solution: Callable[[], Any] | None = None
-    model_answer: str | None = None
 
     @property
     def notebook(self) -> str:
@@ -132,26 +132,23 @@ def _register(ex: Exercise) -> None:
 
 
 def exercise(
-    name: str, prompt: str, *, kind: str, solution: Callable[[], Any]
+    name: str, prompt: str, *, kind: str
 ) -> Callable[[Callable[[Any], str | None]], Callable]:
     """Register ``checker`` under ``name``. The checker returns None if the answer is
-    right, else a short hint saying what is wrong (without giving the solution).
-
-    ``solution()`` returns an answer the checker accepts (for ``implement``, a function).
-    """
+    right, else a short hint saying what is wrong (without giving the solution)."""
     if kind == "think":
         raise ValueError("open questions have no checker: register them with think()")
 
     def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-        _register(Exercise(name, prompt, kind, checker, solution))
+        _register(Exercise(name, prompt, kind, checker))
         return checker
 
     return register
 
 
-def think(name: str, question: str, model_answer: str) -> None:
-    """Register an open question and the model answer a teacher reads."""
-    _register(Exercise(name, question, "think", None, model_answer=model_answer))
+def think(name: str, question: str) -> None:
+    """Register an open question (its model answer is the instructor's)."""
+    _register(Exercise(name, question, "think", None))
 
 
 def _load_all() -> None:

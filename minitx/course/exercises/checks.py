@@ -1,21 +1,27 @@
 """Building blocks the notebooks' exercise modules share.
 
-* :func:`predict` registers a multiple-choice prediction: its prompt, its checker (which
-  reads the learner's letter with :func:`letter`) and its solution;
+* :func:`predict` registers a multiple-choice prediction: its prompt and its checker, which
+  reads the learner's letter with :func:`letter` and compares it with the outcome the
+  package's experiment gives (or, for an outcome no quick experiment gives, with a hash);
 * :func:`compute` registers a small case the learner works out by hand;
-* :func:`implement` registers a function the learner writes, and :func:`compare` checks one
+* :func:`implement` registers a function the learner writes (never one of the package's
+  own, nor a wrapper of one: see :mod:`minitx.course.exercises.guard`), and
+  :func:`compare` checks one
   on a list of cases against a reference, returning the first hint; it is made of
   :func:`outputs` (the function runs and returns the right number of tensors),
   :func:`shape_hint` and :func:`first_difference`, which a checker with its own way of
   judging the values uses directly; :func:`compare_attention` checks ``attention(Q, K, V)``;
   :func:`first_hint` checks a function that returns no tensors, case by case;
 * :func:`notes` records a notebook's teaching notes, naming its assigned exercises short.
+
+The solutions are not here: they are the instructor's (:mod:`minitx.course.exercises.answers`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -23,6 +29,7 @@ import torch
 from torch import Tensor
 
 from minitx.course.exercises import call_learner, exercise
+from minitx.course.exercises.guard import package_function, wrapped_package_function
 
 # ---- multiple-choice predictions ----------------------------------------------------------
 
@@ -61,11 +68,17 @@ def keyed_letters(answer: Any, choices: Mapping[str, str], truth: Callable[[], d
     return " ".join(wrong) or None
 
 
+def answer_hash(name: str, choice: str) -> str:
+    """The sha256 (hex) that stands for ``choice`` as the answer to exercise ``name``: a
+    checker keeps it instead of an outcome no quick experiment can give."""
+    return hashlib.sha256(f"{name}:{choice}".encode()).hexdigest()
+
+
 def predict(
     name: str,
     question: str,
     choices: Mapping[str, str],
-    truth: Callable[[], str],
+    truth: Callable[[], str] | str,
     hint: str,
     *,
     ask: str = "Answer with a letter.",
@@ -75,7 +88,8 @@ def predict(
     """Register the prediction ``name``: ``question``, then the ``choices`` as "(a) ...;
     (b) ..." and ``ask`` (``whole=True``: ``question`` is the whole prompt, for a notebook
     that words its choices another way). ``truth()`` gives the right letter, or the right
-    choice's words, and is the solution; a wrong choice gets its own hint from ``hints``
+    choice's words, from the package's own experiment; a str ``truth`` is instead the
+    :func:`answer_hash` of the right letter. A wrong choice gets its own hint from ``hints``
     (by letter), else ``hint``; an answer that names no choice is asked for one letter."""
     hints = hints or {}
     prompt = question
@@ -87,16 +101,20 @@ def predict(
         picked = letter(answer, choices)
         if picked is None:
             return f"answer with one letter: {_listing(choices)}"
-        return None if truth() in (picked, choices[picked]) else hints.get(picked, hint)
+        if isinstance(truth, str):
+            right = truth == answer_hash(name, picked)
+        else:
+            right = truth() in (picked, choices[picked])
+        return None if right else hints.get(picked, hint)
 
-    return exercise(name, prompt, kind="predict", solution=truth)(checker)
+    return exercise(name, prompt, kind="predict")(checker)
 
 
 # ---- functions the learner writes ---------------------------------------------------------
 
 
 def _guarded(
-    name: str, prompt: str, kind: str, solution: Callable[[], Any], guard: Callable[[Any], Any]
+    name: str, prompt: str, kind: str, guard: Callable[[Any], Any]
 ) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
     """Register the decorated checker as the ``kind`` exercise ``name``; an answer for which
     ``guard`` gives a hint gets it before the checker runs."""
@@ -105,50 +123,50 @@ def _guarded(
         def check_answer(answer: Any) -> str | None:
             return guard(answer) or checker(answer)
 
-        exercise(name, prompt, kind=kind, solution=solution)(check_answer)
+        exercise(name, prompt, kind=kind)(check_answer)
         return checker
 
     return register
 
 
 def implement(
-    name: str, prompt: str, solution: Callable
+    name: str, prompt: str
 ) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
-    """Register the decorated checker as the ``implement`` exercise ``name`` whose solution
-    is the function ``solution``; an answer that is not a function, or that is one of the
-    package's own functions (which the notebook may have imported), gets a hint before the
-    checker runs."""
+    """Register the decorated checker as the ``implement`` exercise ``name``. An answer
+    that is not a function, that is one of the package's own functions (which the notebook
+    may have imported), or that only calls one, gets a hint before the checker runs."""
 
     def guard(answer: Any) -> str | None:
         if not callable(answer):
             return f"expected a function, got {type(answer).__name__}"
-        module = getattr(answer, "__module__", None) or ""
-        if module.startswith("minitx.") and not module.startswith("minitx.course.exercises"):
-            own = getattr(answer, "__name__", "function")
+        own = package_function(answer)
+        if own is not None:
             return f"that is the package's own {own}, imported at the top: write your own"
+        wrapped = wrapped_package_function(answer)
+        if wrapped is not None:
+            return f"that only calls the package's own {wrapped}: write the steps yourself"
         return None
 
-    return _guarded(name, prompt, "implement", lambda: solution, guard)
+    return _guarded(name, prompt, "implement", guard)
 
 
 def compute(
     name: str,
     prompt: str,
-    solution: Callable[[], Any],
     *,
     expect: tuple[type, ...] = (),
     expected: str = "",
 ) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
-    """Register the decorated checker as the ``compute`` exercise ``name`` whose solution is
-    ``solution()``. With ``expect``, an answer of none of those types (a bool is never a
-    number) is asked for ``expected`` ("a float") before the checker runs."""
+    """Register the decorated checker as the ``compute`` exercise ``name``. With
+    ``expect``, an answer of none of those types (a bool is never a number) is asked for
+    ``expected`` ("a float") before the checker runs."""
 
     def guard(answer: Any) -> str | None:
         if expect and (isinstance(answer, bool) or not isinstance(answer, expect)):
             return f"answer with {expected}, got {type(answer).__name__}"
         return None
 
-    return _guarded(name, prompt, "compute", solution, guard)
+    return _guarded(name, prompt, "compute", guard)
 
 
 def first_hint(fn: Any, cases: Iterable[tuple], judge: Callable[..., str | None]) -> str | None:

@@ -12,6 +12,7 @@ from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import compare, implement, predict
 from minitx.data.sequences import corpus_padding_waste, pad_batch, padding_stats
 from minitx.data.tokenizer import CharTokenizer
+from minitx.nn.masks import padding_mask
 
 TRUNCATION_LENGTHS, TRUNCATION_MAX_LEN = [3, 7, 5, 1], 5
 
@@ -98,14 +99,6 @@ predict(
 # ---- implement: padding and its mask ------------------------------------------------------
 
 
-def pad_and_mask(seqs, pad_id):
-    """Pad ``seqs`` (lists of token ids) to the longest: ids (B, T) long and a bool mask
-    (B, T), True where a real token stands and False on padding."""
-    ids, lengths = pad_batch(seqs, pad_id=pad_id)
-    mask = torch.arange(ids.size(1)) < lengths[:, None]  # (B, T)
-    return ids, mask
-
-
 def _pad_cases() -> list[tuple[list[list[int]], int, str]]:
     """Fixed edge cases, then random batches; each is (seqs, pad_id, what it tests)."""
     cases = [
@@ -122,6 +115,12 @@ def _pad_cases() -> list[tuple[list[list[int]], int, str]]:
         pad_id = gen.choice([0, -1, 99])
         cases.append((seqs, pad_id, f"the random batch {seqs} with pad_id={pad_id}"))
     return cases
+
+
+def _padded_batch(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The package's padded batch and its key-padding mask, as (B, T): the reference."""
+    ids, lengths = pad_batch(seqs, pad_id=pad_id)
+    return ids, padding_mask(lengths, ids.size(1))[:, 0, 0]
 
 
 def _mask_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
@@ -142,13 +141,12 @@ def _mask_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
     "Return (ids, mask): ids a (B, T) long tensor holding the sequences padded with pad_id up "
     "to the longest length T, and mask a (B, T) bool tensor that is True where a real token "
     "stands and False on padding. Later layers use the mask to ignore the padding.",
-    pad_and_mask,
 )
 def _(fn):
     return compare(
         fn,
         ((f"on {what}", (seqs, pad_id)) for seqs, pad_id, what in _pad_cases()),
-        pad_and_mask,
+        _padded_batch,
         names=("ids", "mask"),
         dtype=True,
         atol=0,
@@ -173,7 +171,6 @@ def _truncation() -> tuple[int, int]:
     f"cut to max_len = {TRUNCATION_MAX_LEN}. How many slots are padding, and how many tokens "
     "are cut off? Answer a tuple (padding, cut).",
     kind="compute",
-    solution=lambda: _truncation(),
 )
 def _(answer):
     padding, cut = (int(x) for x in answer)
@@ -192,7 +189,6 @@ def _(answer):
     "With tok = CharTokenizer.from_text('hello world'), what list of ids does "
     "tok.encode('owl') return? Work it out by hand from the sorted characters.",
     kind="compute",
-    solution=lambda: CharTokenizer.from_text("hello world").encode("owl"),
 )
 def _(answer):
     ids = [int(i) for i in answer]
@@ -217,14 +213,6 @@ think(
     "to under 2%. What could go wrong for training if every batch holds speeches of nearly "
     "the same length, and the batches always come in the same order? How would you keep most "
     "of the saving and avoid the problem?",
-    "Sorted batches are no longer random samples of the data: each batch holds only short "
-    "or only long speeches, and length goes with content (short exclamations, long "
-    "soliloquies), so consecutive gradient steps are biased in the same direction and the "
-    "model drifts towards whatever the current stretch of lengths looks like. A fixed order "
-    "also makes every epoch identical. The usual fix is bucketing: group sequences of "
-    "similar length into buckets, draw the batches from random buckets in a fresh random "
-    "order every epoch (and shuffle inside each bucket), which keeps the padding low while "
-    "the sequence of batches stays random.",
 )
 
 

@@ -122,16 +122,6 @@ predict(
 # ---- implement: one LSTM step ---------------------------------------------------------------
 
 
-def lstm_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
-    """One LSTM step: x (B, C), h and c (B, H), weights as in PyTorch (gate order i, f, g, o).
-    Returns (h_new, c_new), each (B, H)."""
-    a = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
-    i, f, g, o = a.chunk(4, dim=1)  # each (B, H)
-    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-    h_new = torch.sigmoid(o) * torch.tanh(c_new)
-    return h_new, c_new
-
-
 def lstm_step_cases() -> list[tuple[tuple[int, int, int], tuple[torch.Tensor, ...]]]:
     """((B, C, H), (x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)) in float64: batch 1,
     hidden size 1 and input size 1 first, then random sizes."""
@@ -163,7 +153,6 @@ def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     "out like PyTorch's: weight_ih (4H, C), weight_hh (4H, H), bias_ih and bias_hh (4H,), "
     "their four blocks of H rows in the gate order i, f, g, o. Return (h_new, c_new), each "
     "(B, H).",
-    lstm_step,
 )
 def _(fn):
     return compare(
@@ -197,7 +186,6 @@ def _lstm_params() -> int:
     f"How many trainable numbers does minitx.nn.rnn.LSTM({LSTM_SIZES[0]}, {LSTM_SIZES[1]}) hold "
     "(weight_ih, weight_hh, bias_ih, bias_hh)? Give an int.",
     kind="compute",
-    solution=_lstm_params,
 )
 def _(answer):
     value = _number(answer)
@@ -231,7 +219,6 @@ def forget_fraction() -> float:
     f"What fraction of the starting cell state c_0 is left after {STEPS} steps (c_{STEPS} / "
     "c_0)? Give a float.",
     kind="compute",
-    solution=lambda: round(forget_fraction(), 4),
 )
 def _(answer):
     value = _number(answer)
@@ -252,15 +239,6 @@ think(
     "depend on, how the work of one long sequence can be spread over many cores, and how the "
     "cost of reaching k tokens back grows. Which weakness of each one does attention remove, "
     "and what does attention pay for it?",
-    "An RNN's state at step t depends on every earlier token, but through a chain of t "
-    "multiplications, so old tokens fade (vanishing gradients), and the steps must run one "
-    "after another. A stack of causal convolutions depends only on a fixed window of "
-    "1 + L(k - 1) tokens, but sees that window without fading through time, and every "
-    "position is computed at once, so it parallelises over the length. Reaching k tokens back "
-    "costs an RNN k sequential steps and a convolution stack about k / (kernel - 1) layers (or "
-    "log k with dilations). Attention connects every pair of positions in one step, in "
-    "parallel, with no fixed window; it pays with work and memory that grow with the square "
-    "of the length, and it needs positional information to know the order.",
 )
 
 

@@ -43,7 +43,6 @@ def expected_iso() -> list[str]:
     "Following the task's rules (numeric dates are day first; two-digit years 50-99 are "
     "19xx, 00-49 are 20xx), write the ISO date of each source in "
     "minitx.course.exercises.nb03.iso_sources() as a list of 4 strings 'yyyy-mm-dd'.",
-    expected_iso,
 )
 def _iso(answer: Any) -> str | None:
     if isinstance(answer, str) or not hasattr(answer, "__len__"):
@@ -68,16 +67,6 @@ def _iso(answer: Any) -> str | None:
 
 
 # ---- implement: one step of additive attention ------------------------------------------
-
-
-def additive_attention(
-    s: Tensor, h: Tensor, W: Tensor, U: Tensor, v: Tensor, mask: Tensor
-) -> tuple[Tensor, Tensor]:
-    """One decoder step of Bahdanau attention: context (B, d_h) and weights (B, T)."""
-    scores = torch.tanh((s @ W.T)[:, None, :] + h @ U.T) @ v  # (B, T)
-    scores = scores.masked_fill(~mask, float("-inf"))  # padding: weight exactly 0
-    weights = torch.softmax(scores, dim=-1)  # over the source positions
-    return (weights[:, :, None] * h).sum(dim=1), weights  # sum_j a_j h_j
 
 
 def _additive_cases() -> list[tuple[Tensor, ...]]:
@@ -145,7 +134,6 @@ def _lengths(mask: Tensor) -> str:
     "weights): weights (B, T) the softmax over the source positions of "
     "v . tanh(W s + U h_j), zero on padding; context (B, d_h) = sum_j a_j h_j. Answer with "
     "the function.",
-    additive_attention,
 )
 def _additive(answer: Any) -> str | None:
     return compare(
@@ -218,16 +206,6 @@ think(
     "inputs? Would training ten times longer? What grows with the length of the source when "
     "the decoder attends, and what stays fixed without attention? Which would you change "
     "first if the inputs held ten dates?",
-    "Section 5 compared the models at 300 steps, with the model without attention still "
-    "learning, so it cannot say; more training would likely raise its accuracy, and the "
-    "experiment to run is to train it until its loss stops falling. A larger h_T carries "
-    "more, so it could help too, but it stays a fixed budget: the same vector must hold one "
-    "date or ten, and the encoder must learn to pack every field into it and the decoder "
-    "to unpack them in order, which is slow to learn. With "
-    "attention the memory the decoder reads grows with the input (one H-sized state per "
-    "character, T x H numbers) and each step reads only what it needs, so the number of "
-    "dates changes what it must find, not how much it must squeeze. For ten dates, "
-    "attention is the change to make; a larger H alone postpones the problem.",
 )
 
 teaching_notes(

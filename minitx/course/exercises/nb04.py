@@ -8,7 +8,6 @@ never typed in.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -135,16 +134,6 @@ predict(
 # ---- implement ---------------------------------------------------------------------------
 
 
-def attention(
-    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(Q K^T / sqrt(d_k)) V and the weights, for Q (..., n_q, d_k), K (..., n_k,
-    d_k), V (..., n_k, d_v)."""
-    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))  # (..., n_q, n_k)
-    A = torch.softmax(scores, dim=-1)  # each row sums to 1
-    return A @ V, A
-
-
 def attention_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Random test inputs (seeded): one sentence, a batch of heads with n_q != n_k and
     d_k != d_v, large scores, a single token and a batch of one."""
@@ -187,7 +176,6 @@ def _diagnose_weights(name: str, got: dict, want: dict, args: tuple) -> str | No
     "Write attention(Q, K, V) that returns (Z, A): A = softmax(Q K^T / sqrt(d_k)) and "
     "Z = A V, for Q of shape (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v), where "
     "'...' is any number of batch dimensions (none, or batch and heads).",
-    attention,
 )
 def _attention(fn: Any) -> str | None:
     return compare_attention(
@@ -203,7 +191,6 @@ def _attention(fn: Any) -> str | None:
     "Self-attention with n = 4 tokens, d_model = 6, d_k = d_v = 3: give the shape of each of "
     "X, W_Q, W_K, W_V, Q, K, V, S, A, Z as a dict of tuples, e.g. {'X': (rows, cols), ...}.",
     kind="compute",
-    solution=expected_shapes,
 )
 def _shapes(answer: Any) -> str | None:
     if not isinstance(answer, dict):
@@ -226,7 +213,6 @@ def _shapes(answer: Any) -> str | None:
     "One query q = [2, 0] and two keys k1 = [1, 0], k2 = [0, 1] (d_k = 2). Give the two "
     "attention weights to two decimals, as a list.",
     kind="compute",
-    solution=lambda: [round(w, 4) for w in expected_tiny().tolist()],
 )
 def _tiny(answer: Any) -> str | None:
     expected = expected_tiny()
@@ -248,13 +234,6 @@ think(
     "variance 1, which is roughly true when training starts. Training then changes W_Q and "
     "W_K freely. After training, does the scale still keep the scores at variance 1? If "
     "not, why is it still worth having?",
-    "No: once W_Q and W_K are trained, the queries and keys have whatever size the model "
-    "found useful, and the scores can be much larger or smaller than 1 (a head that must "
-    "pick one token learns large scores on purpose). The scale matters most at the start: "
-    "it makes the initial softmax unsaturated for any head size, so gradients reach W_Q and "
-    "W_K and learning can begin. Without it, a large d_k starts training with near one-hot "
-    "rows and vanishing gradients, and the model would first have to learn to shrink W_Q "
-    "and W_K. It also lets the same learning rate and initialisation work across head sizes.",
 )
 
 

@@ -10,7 +10,6 @@ never typed in.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -77,14 +76,6 @@ predict(
 # ---- implement: masked_softmax ----------------------------------------------------------
 
 
-def reference_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last axis that gives blocked entries (mask False) weight 0 and a
-    fully blocked row all zeros, with finite gradients."""
-    very_negative = torch.finfo(scores.dtype).min  # finite: a blocked row is no 0/0
-    weights = torch.softmax(scores.masked_fill(~mask, very_negative), dim=-1)
-    return weights * mask  # blocked entries exactly 0, blocked rows all 0
-
-
 def masked_softmax_inputs() -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(scores, mask) pairs, seeded: random masks with some fully blocked rows, a causal
     mask, large scores, one key, and a single blocked entry."""
@@ -117,7 +108,6 @@ def _where(index: torch.Tensor) -> str:
     "mask (booleans of the same shape, True = may attend) is False gets weight exactly 0, "
     "and a row whose keys are all blocked comes out as all zeros, not NaN, with a finite "
     "gradient.",
-    reference_masked_softmax,
 )
 def _masked_softmax(fn: Any) -> str | None:
     for scores, mask in masked_softmax_inputs():
@@ -189,17 +179,6 @@ def _gradient_hint(fn: Any) -> str | None:
 # ---- implement: causal attention without a loop ----------------------------------------
 
 
-def reference_causal_attention(
-    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Causal self-attention for Q, K (..., T, d_k) and V (..., T, d_v): returns (Z, A)."""
-    T = Q.size(-2)
-    allowed = torch.ones(T, T, dtype=torch.bool, device=Q.device).tril()  # key j <= query i
-    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
-    A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    return A @ V, A
-
-
 def causal_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Seeded inputs: one sequence, a batch of heads with d_k != d_v, one token, a batch
     of one."""
@@ -250,7 +229,6 @@ def _causal_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor):
     "Write my_causal_attention(Q, K, V) that returns (Z, A) for causal self-attention, "
     "without a Python loop over positions: Q and K of shape (..., T, d_k), V (..., T, d_v), "
     "A = softmax of the scaled scores with every key after its query blocked, Z = A V.",
-    reference_causal_attention,
 )
 def _causal_attention(fn: Any) -> str | None:
     return compare_attention(
@@ -277,7 +255,6 @@ def expected_combined(lengths: tuple[int, ...] = COMBINED_LENGTHS, T: int = COMB
     "causal mask with the padding mask. For the 4-token sentence, how many (query, key) "
     "pairs of its 11 x 11 mask may attend? Count by hand.",
     kind="compute",
-    solution=expected_combined,
 )
 def _combined(answer: Any) -> str | None:
     if isinstance(answer, bool) or not float(answer).is_integer():
@@ -301,13 +278,6 @@ think(
     "character on tiny Shakespeare after two minutes on a laptop, and they are delighted. "
     "Describe two checks from this notebook that tell a leaking mask from real skill, and "
     "what each would show if the mask leaks.",
-    "A loss that low so fast is suspicious: good character models of Shakespeare sit far "
-    "above it. Check 1: change the last input token of a window and see whether the logits "
-    "of earlier positions move; with a causal mask they cannot, with a leak they do. Check "
-    "2: measure the loss future-blind, feeding each prefix alone (or generate text): a "
-    "leaking model's loss jumps to worse than an honest model's, and its samples are "
-    "garbage. A held-out validation set does not help, because the leak is in the model, "
-    "not in the data.",
 )
 
 think(
@@ -316,12 +286,6 @@ think(
     "sentences (for example, positive or negative review). What could the first token's "
     "output vector know about the sentence, which position would you have to read the "
     "class from, and what would the earlier positions lose?",
-    "With a causal mask the first output sees only the first token, so a classifier read "
-    "from it (as BERT reads its first token) would know nothing of the rest. Only the last "
-    "position sees the whole sentence, so the class must be read there (decoder-only "
-    "classifiers do this). Earlier positions lose all right context: 'bank' in 'the bank "
-    "of the river' cannot use 'river', so tagging each word is worse than with an "
-    "unmasked encoder. The mask costs nothing in speed; it only removes information.",
 )
 
 

@@ -26,24 +26,17 @@ from minitx.course.exercises.checks import (
 )
 from minitx.course.relations import RelationNet
 from minitx.data.relations import RelationTask
-from minitx.nn.attention import MultiHeadAttention, scaled_dot_product_attention
+from minitx.nn.attention import (
+    MultiHeadAttention,
+    merge_heads,
+    scaled_dot_product_attention,
+    split_heads,
+)
 from minitx.nn.masks import causal_mask, padding_mask
 
 # (B, T, d_model, n_heads): several heads and positions first, then batch 1, length 1,
 # one head, and more heads than positions.
 HEAD_CASES = ((2, 5, 8, 2), (3, 7, 24, 4), (1, 1, 12, 3), (2, 4, 6, 1), (1, 3, 16, 8))
-
-
-def split_heads(x: Tensor, n_heads: int) -> Tensor:
-    """(B, T, C) -> (B, n_heads, T, C // n_heads): head h gets features h*d_k .. (h+1)*d_k - 1."""
-    B, T, C = x.shape
-    return x.view(B, T, n_heads, C // n_heads).transpose(1, 2)
-
-
-def merge_heads(z: Tensor) -> Tensor:
-    """(B, n_heads, T, d_k) -> (B, T, n_heads * d_k): the heads side by side again."""
-    B, n_heads, T, d_k = z.shape
-    return z.transpose(1, 2).contiguous().view(B, T, n_heads * d_k)
 
 
 def _setup(B: int, T: int, C: int, h: int, seed: int) -> tuple[MultiHeadAttention, Tensor]:
@@ -93,7 +86,6 @@ def _over_head_cases(hint: Callable[..., str | None]) -> Callable[[Any], str | N
     "d_k = d_model // n_heads, head h holding features h*d_k to (h+1)*d_k - 1 of each "
     "position. The checker runs attention on your heads and compares with the package's "
     "MultiHeadAttention. Answer with the function.",
-    split_heads,
 )
 @_over_head_cases
 def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
@@ -120,7 +112,6 @@ def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     "puts the heads side by side, shape (B, T, n_heads * d_k), head h in columns h*d_k to "
     "(h+1)*d_k - 1, ready for W_O. The checker applies the package's W_O to your result and "
     "compares with MultiHeadAttention's output. Answer with the function.",
-    merge_heads,
 )
 @_over_head_cases
 def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
@@ -137,17 +128,11 @@ def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     )
 
 
-def to_torch(mask: Tensor) -> Tensor:
-    """A minitx mask (True = may attend) as nn.MultiheadAttention's attn_mask (True = blocked)."""
-    return ~mask
-
-
 @implement(
     "06.torch_mask",
     "minitx masks say True = may attend; nn.MultiheadAttention's attn_mask says True = "
     "blocked. Write a function to_torch(mask) that turns a minitx (T_q, T_k) boolean mask into "
     "an attn_mask PyTorch reads the same way. Answer with the function.",
-    to_torch,
 )
 def _torch_mask(answer: Any) -> str | None:
     d_model, n_heads, T = 8, 2, 6
@@ -242,14 +227,6 @@ think(
     "Eight heads of d_k = 8 have exactly as many parameters as one head of width 64. What can "
     "the eight heads do that the single wide head cannot, and what does each of them give up? "
     "Use the relation task: could one head per layer answer both questions at every position?",
-    "A head computes one softmax per query, so one weighted average of the values: a single "
-    "head must choose one distribution over positions for each query, and to serve both the "
-    "previous token and the partner it can only blend their values into one vector. Eight "
-    "heads give each query eight separate distributions, so one can look one step back while "
-    "another finds the partner, and W_O combines both. The price is that each head compares "
-    "queries and keys in only d_k dimensions, so its score matrix has rank at most d_k and "
-    "it can express fewer patterns; with too many heads d_k becomes too small to tell keys "
-    "apart. (Two layers of one head each could still solve the task, one relation per layer.)",
 )
 
 

@@ -79,7 +79,6 @@ def depth_truth() -> dict[str, str]:
     + "; ".join(f"({key}) {words}" for key, words in DEPTH_CHOICES.items())
     + ". Answer {'scaled': letter, 'unscaled': letter}.",
     kind="predict",
-    solution=depth_truth,
 )
 def _deep_init(answer: Any) -> str | None:
     return keyed_letters(answer, DEPTH_CHOICES, depth_truth, {
@@ -91,18 +90,6 @@ def _deep_init(answer: Any) -> str | None:
 
 
 # ---- implement: the warmup-stable-decay schedule --------------------------------------------
-
-
-def wsd_lr(step: int, max_steps: int, peak: float, warmup_steps: int, cooldown_steps: int) -> float:
-    """The learning rate of step ``step`` (0-based): linear warmup to ``peak`` over
-    ``warmup_steps``, ``peak`` until ``cooldown_steps`` before the end, then a straight line
-    towards 0, reached at ``max_steps``."""
-    if step < warmup_steps:
-        return peak * (step + 1) / warmup_steps
-    start = max(warmup_steps, max_steps - cooldown_steps)
-    if step < start:
-        return peak
-    return peak * (1 - (step - start) / max(1, max_steps - start))
 
 
 def _package_lr(step: int, max_steps: int, peak: float, warmup: int, cooldown: int) -> float:
@@ -144,7 +131,6 @@ def _wsd_hint(got: Any, step: int, max_steps: int, peak: float, warmup: int, coo
     "line, peak * (step + 1) / warmup_steps; then it holds `peak` until `cooldown_steps` "
     "before the end; then it falls in a straight line, from `peak` at the first step of the "
     "decay towards 0 at step max_steps. Answer with the function.",
-    wsd_lr,
 )
 def _wsd(answer: Any) -> str | None:
     return first_hint(answer, _wsd_cases(), _wsd_hint)
@@ -159,15 +145,6 @@ think(
     "processor can do. Name two reasons for a model of this size, and for each say what "
     "you would change (in the model, the batch or the way it runs) to use more of the "
     "machine, and what it would cost.",
-    "Small matrices: with a width of 64 and batches of 16 x 32 tokens every matrix product is "
-    "tiny, so time goes to launching operations, Python and the optimiser's per-tensor work "
-    "rather than to arithmetic; larger batches or a wider model fill the units better (more "
-    "memory, and for the batch, fewer steps for the same tokens). Memory traffic: layer norms, "
-    "GELU, softmax and the optimiser update read and write every number once or twice for "
-    "very little arithmetic, so they run at the speed of memory; fusing them "
-    "(torch.compile) or using fused optimisers helps, at the price of compile time. One "
-    "thread: the run used one core on purpose; more threads help only when the matrices are "
-    "large enough to split.",
 )
 
 

@@ -44,16 +44,6 @@ CASE_CHOICES = {
 # ---- implement: top-p (nucleus) filtering -------------------------------------------------
 
 
-def top_p_filter(logits: Tensor, p: float) -> Tensor:
-    """Keep the most likely tokens until their probabilities reach p; -inf for the rest."""
-    sorted_logits, order = logits.sort(dim=-1, descending=True)
-    probs = sorted_logits.softmax(dim=-1)
-    before = probs.cumsum(dim=-1) - probs  # mass of the tokens more likely than this one
-    drop_sorted = before >= p  # p is reached without this token
-    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
-    return logits.masked_fill(drop, float("-inf"))
-
-
 def _top_p_cases() -> list[tuple[Tensor, float]]:
     """Random logits of several shapes, and the edge cases: one token, a peaked row,
     p = 1 (keep everything) and a tiny p (keep only the most likely token)."""
@@ -135,7 +125,6 @@ def _top_p_hint(name: str, got: dict, want: dict, args: tuple) -> str:
     "least p, leave their logits as they are, and set every other logit to -inf, so that a "
     "softmax gives those tokens probability 0. Return a new tensor of the same shape. Answer "
     "with the function.",
-    top_p_filter,
 )
 def _top_p(answer: Any) -> str | None:
     return compare(
@@ -164,7 +153,6 @@ def expected_temperature() -> float:
     "Next-token logits are [2 ln 6, 0, 0] (2 ln 6 is about 3.58). With temperature 2, what is "
     "the probability of token 0? Work it out by hand: no calculator is needed. Answer with a "
     "float (3 decimals are enough).",
-    expected_temperature,
     expect=(int, float),
     expected="a float",
 )
@@ -246,7 +234,6 @@ def case_truth() -> dict[str, str]:
     + "; ".join(f"({key}) {words}" for key, words in CASE_CHOICES.items())
     + ". Answer {'upper': letter, 'lower': letter}.",
     kind="predict",
-    solution=case_truth,
 )
 def _capitals(answer: Any) -> str | None:
     return keyed_letters(answer, CASE_CHOICES, case_truth, {
@@ -258,16 +245,6 @@ def _capitals(answer: Any) -> str | None:
 
 
 # ---- implement: the memorisation yardstick -------------------------------------------------
-
-
-def longest_match(sample: str, corpus: str) -> int:
-    """Length of the longest piece of sample that occurs verbatim in corpus."""
-    best = 0
-    for start in range(len(sample)):
-        # only a piece longer than the best so far is worth looking for
-        while start + best < len(sample) and sample[start : start + best + 1] in corpus:
-            best += 1
-    return best
 
 
 def _match_cases() -> list[tuple[str, str]]:
@@ -315,7 +292,6 @@ def _match_hint(got: Any, sample: str, corpus: str) -> str | None:
     "Write longest_match(sample, corpus) that returns the length (an int) of the longest "
     "piece of sample (a run of consecutive characters, starting anywhere) that occurs "
     "verbatim somewhere in corpus; 0 if none does. Answer with the function.",
-    longest_match,
 )
 def _longest_match(answer: Any) -> str | None:
     return first_hint(answer, _match_cases(), _match_hint)
@@ -332,18 +308,6 @@ think(
     "says its outputs 'just reflect the data'. Which harms could measurements like these two "
     "reveal in the large model, which would they miss, and is 'it reflects the data' a "
     "defence?",
-    "Counting who appears and in which roles in the training text and in the samples shows "
-    "whether the model reproduces (or amplifies) the corpus's skews, and comparing its "
-    "confidence on real and invented entities shows that fluency and confidence are no sign "
-    "of truth: the model has no notion of whether a person or a fact exists. Neither "
-    "measurement finds harms that counts of words do not see: stereotypes carried by context "
-    "(which jobs, adjectives or crimes go with which group), toxic or private text it can "
-    "reproduce when prompted (that needs targeted searches of samples against the corpus, "
-    "as in section 6, and red-teaming), or how people act on its answers. 'It reflects the "
-    "data' describes the mechanism, it does not excuse the result: whoever chooses the "
-    "corpus, the filtering and where the model is used is responsible for what it says, and "
-    "a skew that was a fact about plays four centuries old becomes a choice when it is served to "
-    "users today.",
 )
 
 

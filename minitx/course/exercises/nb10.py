@@ -29,12 +29,6 @@ from minitx.nn import encoder_decoder, generation
 from minitx.nn.encoder_decoder import DateTransformer, EncoderDecoder
 
 
-def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
-    """The decoder's input: bos_id, then the target one step late (last token dropped)."""
-    bos = torch.full_like(tgt[:, :1], bos_id)  # (B, 1)
-    return torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
-
-
 def _shift_cases() -> list[tuple[Tensor, int]]:
     cases = []
     with torch.random.fork_rng(devices=[]):
@@ -58,7 +52,6 @@ def _shift_hint(name: str, got: dict, want: dict, args: tuple) -> str:
     "Write shift_right(tgt, bos_id): tgt is a (B, T) tensor of target ids; return the "
     "decoder's input under teacher forcing, a new (B, T) tensor: the start id, then the "
     "target one step late (its last token dropped). Answer with the function.",
-    shift_right,
 )
 def _shift_right(answer: Any) -> str | None:
     return compare(
@@ -74,16 +67,6 @@ def _shift_right(answer: Any) -> str | None:
         about={"your decoder input": "the decoder reads one token per target position"},
         diagnose=_shift_hint,
     )
-
-
-def beam_step(
-    log_probs: Tensor, beam_scores: Tensor, beam_width: int
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Extend every beam by every token; keep the beam_width best, best first."""
-    B, W, V = log_probs.shape
-    total = (beam_scores[:, :, None] + log_probs).reshape(B, W * V)  # each candidate's score
-    scores, flat = total.topk(beam_width, dim=-1)  # (B, beam_width), sorted
-    return scores, flat // V, flat % V  # candidate w * V + v extends beam w by token v
 
 
 def _beam_cases() -> list[tuple[Tensor, Tensor, int]]:
@@ -111,7 +94,6 @@ BEAM_OUTPUTS = ("scores", "parent", "token")
     "log-probabilities so far (-inf for beams that do not exist yet). Return (scores, parent, "
     "token), each (B, beam_width), best first: the beam_width best extensions of any beam "
     "by any token, the beam each extends, and the token it appends. Answer with the function.",
-    beam_step,
 )
 def _beam_step(answer: Any) -> str | None:
     for log_probs, beam_scores, width in _beam_cases():
@@ -184,7 +166,8 @@ def source_change_truth() -> str:
         model = DateTransformer().double().eval()
         src, lengths = dates.SOURCE_VOCAB.encode_batch([SOURCE_EXAMPLE, changed])
         tgt_out = torch.tensor([[*dates.TARGET_VOCAB.encode(target), dates.EOS_ID]] * 2)
-        logits, _ = model(src, lengths, shift_right(tgt_out, dates.BOS_ID))  # (2, 11, V)
+        tgt_in = encoder_decoder.shift_right(tgt_out, dates.BOS_ID)
+        logits, _ = model(src, lengths, tgt_in)  # (2, 11, V)
     moved = [not torch.allclose(logits[0, t], logits[1, t], rtol=0, atol=1e-12)
              for t in range(logits.size(1))]  # fmt: skip
     if not any(moved):
@@ -217,12 +200,6 @@ predict(
 
 
 # ---- compute: what the KV cache saves ----------------------------------------------------
-
-
-def key_vectors(steps: int, source_length: int) -> dict[str, int]:
-    """Keys computed by one decoder layer's self-attention over ``steps`` greedy steps."""
-    without = sum(range(1, steps + 1))  # step t runs the decoder on all t tokens so far
-    return {"without": without, "with": steps}  # with the cache: the newest token only
 
 
 def expected_kv_keys(steps: int, source_length: int, n_layers: int = 2) -> dict[str, int]:
@@ -288,7 +265,6 @@ def _kv_hint(got: Any, steps: int, S: int) -> str | None:
     "{'without': ..., 'with': ...}, (a) without a cache, when every step runs the decoder "
     "again on everything written so far, and (b) with the KV cache. Work the count out by "
     "hand, then answer with the function.",
-    lambda: key_vectors,
 )
 def _kv_cache(answer: Any) -> str | None:
     return first_hint(answer, KV_CASES, _kv_hint)
@@ -302,14 +278,6 @@ think(
     "equal seconds of training on your laptop, or equal floating-point operations, be "
     "fairer? Which model would each choice favour, and why? What would you measure to run "
     "that comparison properly?",
-    "Each budget answers a different question. Equal steps asks which model learns more "
-    "from the same examples. Equal seconds depends on the hardware: on a CPU with small "
-    "batches the GRU's sequential loop is cheap, while on a GPU the transformer processes "
-    "all positions at once and gets many more steps per second, so it would be favoured "
-    "there. Equal FLOPs ignores how well the work parallelises. A proper comparison fixes "
-    "the budget in advance, measures time per step (or FLOPs) on the target hardware, "
-    "trains every model over several seeds until its validation accuracy stops improving "
-    "or the budget is spent, and reports accuracy with its spread against that budget.",
 )
 
 think(
@@ -317,12 +285,6 @@ think(
     "The century digits '19' of '3/3/98' appear nowhere in the input. Where would you want "
     "a model's cross-attention to look while writing them, and what does your answer say "
     "about reading attention weights as an alignment?",
-    "The century follows from the two-digit year by the task's rule (50-99 give 19, 00-49 "
-    "give 20), so the useful place to look is the year '98', or anywhere that carries it "
-    "after the encoder has mixed positions. There is no human alignment to compare with: "
-    "any place the model reads is its own choice, and a weight on a character does not say "
-    "how the model computed the digit. Attention weights show where information was read "
-    "from, not the rule that used it; alignments are a view, not an explanation.",
 )
 
 teaching_notes(

@@ -1,0 +1,56 @@
+"""The instructor's answers to notebook 05's exercises."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from minitx.course.exercises.nb05 import change_first_outcome, expected_combined
+
+
+def reference_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis that gives blocked entries (mask False) weight 0 and a
+    fully blocked row all zeros, with finite gradients."""
+    very_negative = torch.finfo(scores.dtype).min  # finite: a blocked row is no 0/0
+    weights = torch.softmax(scores.masked_fill(~mask, very_negative), dim=-1)
+    return weights * mask  # blocked entries exactly 0, blocked rows all 0
+
+
+def reference_causal_attention(
+    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Causal self-attention for Q, K (..., T, d_k) and V (..., T, d_v): returns (Z, A)."""
+    T = Q.size(-2)
+    allowed = torch.ones(T, T, dtype=torch.bool, device=Q.device).tril()  # key j <= query i
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    return A @ V, A
+
+
+SOLUTIONS = {
+    "05.change_first": change_first_outcome,
+    "05.masked_softmax": lambda: reference_masked_softmax,
+    "05.causal_attention": lambda: reference_causal_attention,
+    "05.combined": expected_combined,
+}
+
+MODEL_ANSWERS = {
+    "05.spot_leak": (
+        "A loss that low so fast is suspicious: good character models of Shakespeare sit far "
+        "above it. Check 1: change the last input token of a window and see whether the logits "
+        "of earlier positions move; with a causal mask they cannot, with a leak they do. Check "
+        "2: measure the loss future-blind, feeding each prefix alone (or generate text): a "
+        "leaking model's loss jumps to worse than an honest model's, and its samples are "
+        "garbage. A held-out validation set does not help, because the leak is in the model, "
+        "not in the data."
+    ),
+    "05.causal_encoder": (
+        "With a causal mask the first output sees only the first token, so a classifier read "
+        "from it (as BERT reads its first token) would know nothing of the rest. Only the last "
+        "position sees the whole sentence, so the class must be read there (decoder-only "
+        "classifiers do this). Earlier positions lose all right context: 'bank' in 'the bank "
+        "of the river' cannot use 'river', so tagging each word is worse than with an "
+        "unmasked encoder. The mask costs nothing in speed; it only removes information."
+    ),
+}

@@ -1,0 +1,59 @@
+"""The instructor's answers to notebook 10's exercises."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from minitx.course.exercises.nb10 import source_change_truth
+
+
+def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
+    """The decoder's input: bos_id, then the target one step late (last token dropped)."""
+    bos = torch.full_like(tgt[:, :1], bos_id)  # (B, 1)
+    return torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
+
+
+def beam_step(
+    log_probs: Tensor, beam_scores: Tensor, beam_width: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Extend every beam by every token; keep the beam_width best, best first."""
+    B, W, V = log_probs.shape
+    total = (beam_scores[:, :, None] + log_probs).reshape(B, W * V)  # each candidate's score
+    scores, flat = total.topk(beam_width, dim=-1)  # (B, beam_width), sorted
+    return scores, flat // V, flat % V  # candidate w * V + v extends beam w by token v
+
+
+def key_vectors(steps: int, source_length: int) -> dict[str, int]:
+    """Keys computed by one decoder layer's self-attention over ``steps`` greedy steps."""
+    without = sum(range(1, steps + 1))  # step t runs the decoder on all t tokens so far
+    return {"without": without, "with": steps}  # with the cache: the newest token only
+
+
+SOLUTIONS = {
+    "10.shift_right": lambda: shift_right,
+    "10.beam_step": lambda: beam_step,
+    "10.source_change": source_change_truth,
+    "10.kv_cache": lambda: key_vectors,
+}
+
+MODEL_ANSWERS = {
+    "10.fair_budget": (
+        "Each budget answers a different question. Equal steps asks which model learns more "
+        "from the same examples. Equal seconds depends on the hardware: on a CPU with small "
+        "batches the GRU's sequential loop is cheap, while on a GPU the transformer processes "
+        "all positions at once and gets many more steps per second, so it would be favoured "
+        "there. Equal FLOPs ignores how well the work parallelises. A proper comparison fixes "
+        "the budget in advance, measures time per step (or FLOPs) on the target hardware, "
+        "trains every model over several seeds until its validation accuracy stops improving "
+        "or the budget is spent, and reports accuracy with its spread against that budget."
+    ),
+    "10.century": (
+        "The century follows from the two-digit year by the task's rule (50-99 give 19, 00-49 "
+        "give 20), so the useful place to look is the year '98', or anywhere that carries it "
+        "after the encoder has mixed positions. There is no human alignment to compare with: "
+        "any place the model reads is its own choice, and a weight on a character does not say "
+        "how the model computed the digit. Attention weights show where information was read "
+        "from, not the rule that used it; alignments are a view, not an explanation."
+    ),
+}

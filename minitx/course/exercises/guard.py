@@ -1,0 +1,167 @@
+"""Is a submitted function the learner's own? An ``implement`` exercise refuses the
+package's functions, which a notebook imports to use, and thin wrappers of them.
+
+:func:`package_function` names the minitx function that an answer is (directly, through
+``functools.partial`` or a decorator's ``__wrapped__``, or as a bound method);
+:func:`wrapped_package_function` names the one an answer only calls: a ``lambda`` or a
+``def`` whose whole body (a docstring and imports aside) returns one call of a minitx
+function on its arguments and constants, such as
+``lambda logits, p: top_p_filter(logits, p)``. It reads the answer's source with
+:func:`inspect.getsource` (Jupyter keeps each cell's source for it); a function whose source
+cannot be read is judged by what it is, not by its body.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import functools
+import importlib
+import inspect
+import linecache
+import sys
+import textwrap
+import types
+from typing import Any
+
+
+def _is_minitx(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None) or ""
+    return module == "minitx" or module.startswith("minitx.")
+
+
+def _unwrap(obj: Any) -> Any:
+    """The function behind a partial, a bound method or a decorator's ``__wrapped__``."""
+    for _ in range(10):  # a chain of wrappers, not a cycle
+        if isinstance(obj, functools.partial):
+            obj = obj.func
+        elif isinstance(obj, types.MethodType):
+            obj = obj.__func__
+        elif hasattr(obj, "__wrapped__") and not isinstance(obj, type):
+            obj = obj.__wrapped__
+        else:
+            break
+    return obj
+
+
+def _trees(fn: types.FunctionType) -> list[tuple[ast.AST, bool]]:
+    """Syntax trees that hold ``fn``'s source, each with whether its line numbers are the
+    file's: the whole file (or Jupyter cell) it was defined in, then the lines
+    :func:`inspect.getsource` gives."""
+    trees = []
+    with contextlib.suppress(SyntaxError, ValueError):
+        lines = linecache.getlines(fn.__code__.co_filename, fn.__globals__)
+        if lines:
+            trees.append((ast.parse("".join(lines)), True))
+    with contextlib.suppress(OSError, TypeError, SyntaxError):
+        trees.append((ast.parse(textwrap.dedent(inspect.getsource(fn))), False))
+    return trees
+
+
+def _node_of(fn: types.FunctionType) -> ast.FunctionDef | ast.Lambda | None:
+    """The syntax tree of ``fn`` (a ``def`` or a ``lambda``), or None if its source cannot
+    be read or found."""
+    code = fn.__code__
+    params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    for tree, whole_file in _trees(fn):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if node.name == fn.__name__ and (not whole_file or first == code.co_firstlineno):
+                    return node
+            elif isinstance(node, ast.Lambda) and fn.__name__ == "<lambda>":
+                args = node.args
+                named = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+                if named == params and (not whole_file or node.lineno == code.co_firstlineno):
+                    return node
+    return None
+
+
+def _imported(statements: list[ast.stmt]) -> dict[str, Any]:
+    """The names that ``import`` statements at the top of a body bind (minitx's only)."""
+    bound: dict[str, Any] = {}
+    for node in statements:
+        with contextlib.suppress(ImportError, AttributeError):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minitx"):
+                module = importlib.import_module(node.module)
+                bound |= {a.asname or a.name: getattr(module, a.name) for a in node.names}
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("minitx"):
+                        module = importlib.import_module(a.name)
+                        top = a.name.split(".")[0]
+                        bound[a.asname or top] = module if a.asname else sys.modules[top]
+    return bound
+
+
+def _only_call(node: ast.FunctionDef | ast.Lambda) -> tuple[ast.Call, dict[str, Any]] | None:
+    """The call that is the whole body of ``node`` (a docstring and imports aside), made on
+    its arguments and constants, with the names those imports bind."""
+    bound: dict[str, Any] = {}
+    if isinstance(node, ast.Lambda):
+        value = node.body
+    else:
+        body = list(node.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        imports = [s for s in body[:-1] if isinstance(s, ast.Import | ast.ImportFrom)]
+        if len(imports) != len(body) - 1 or not isinstance(body[-1], ast.Return):
+            return None
+        bound, value = _imported(imports), body[-1].value
+    if not isinstance(value, ast.Call):
+        return None
+    given = [*value.args, *(k.value for k in value.keywords)]
+    if all(_plain(a.value if isinstance(a, ast.Starred) else a) for a in given):
+        return value, bound
+    return None
+
+
+def _plain(arg: ast.expr) -> bool:
+    """A name or a constant (``-1`` included): what a wrapper passes on."""
+    if isinstance(arg, ast.UnaryOp):
+        arg = arg.operand
+    return isinstance(arg, ast.Name | ast.Constant)
+
+
+def _resolve(expr: ast.expr, fn: types.FunctionType, bound: dict[str, Any]) -> Any:
+    """What a name or dotted name in ``fn``'s body refers to, ``bound`` (names imported in
+    the body) first; None if it cannot tell."""
+    if isinstance(expr, ast.Attribute):
+        base = _resolve(expr.value, fn, bound)
+        return getattr(base, expr.attr, None) if base is not None else None
+    if not isinstance(expr, ast.Name):
+        return None
+    if expr.id in bound:
+        return bound[expr.id]
+    with contextlib.suppress(ValueError):  # a free variable not yet bound
+        closure = inspect.getclosurevars(fn).nonlocals
+        if expr.id in closure:
+            return closure[expr.id]
+    if expr.id in fn.__globals__:
+        return fn.__globals__[expr.id]
+    return getattr(builtins, expr.id, None)
+
+
+def package_function(answer: Any) -> str | None:
+    """The name of the minitx function that ``answer`` is (through a partial, a bound method
+    or ``__wrapped__`` included), else None."""
+    fn = _unwrap(answer)
+    return getattr(fn, "__name__", type(fn).__name__) if _is_minitx(fn) else None
+
+
+def wrapped_package_function(answer: Any) -> str | None:
+    """The name of the minitx function that ``answer``, a ``lambda`` or ``def``, only
+    calls on its arguments and constants; None if it does more, or its source is unknown."""
+    fn = _unwrap(answer)
+    if not isinstance(fn, types.FunctionType) or _is_minitx(fn):
+        return None
+    node = _node_of(fn)
+    found = _only_call(node) if node is not None else None
+    target = _unwrap(_resolve(found[0].func, fn, found[1])) if found is not None else None
+    if target is not None and callable(target) and _is_minitx(target):
+        return getattr(target, "__name__", type(target).__name__)
+    return None
+
+
+__all__ = ["package_function", "wrapped_package_function"]
