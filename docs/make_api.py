@@ -75,7 +75,8 @@ GROUPS = [
     ("The encoder-decoder transformer (10)", ["minitx.nn.encoder_decoder"]),
     (
         "The modern block (11)",
-        ["minitx.nn.rmsnorm", "minitx.nn.rope", "minitx.nn.swiglu", "minitx.nn.grouped_attention"],
+        ["minitx.nn.rmsnorm", "minitx.nn.rope", "minitx.nn.swiglu", "minitx.nn.grouped_attention",
+         "minitx.course.modern_block"],
     ),
     ("Pictures (every notebook)", ["minitx.viz.plots", "minitx.viz.heatmap", "minitx.viz.arrays",
                                   "minitx.viz.alt_text"]),

@@ -32,9 +32,17 @@ def workflow() -> dict:
 
 @pytest.fixture(scope="module")
 def steps(workflow: dict) -> list[dict]:
-    (job,) = workflow["jobs"].values()
+    job = workflow["jobs"]["test"]
     assert job["runs-on"] == "ubuntu-latest"
     return job["steps"]
+
+
+def test_the_student_edition_is_published_after_the_tests_pass_on_main(workflow: dict) -> None:
+    job = workflow["jobs"]["student-edition"]
+    assert job["needs"] == "test" and "refs/heads/main" in job["if"]
+    runs = "\n".join(step.get("run", "") for step in job["steps"])
+    assert "minitx edition student --out" in runs and "git push" in runs and " student" in runs
+    assert set(workflow["jobs"]) == {"test", "student-edition"}
 
 
 def run_lines(steps: list[dict]) -> list[str]:

@@ -1,0 +1,139 @@
+"""Exercise cases of notebook 11: see tests/course/test_exercise_answers.py."""
+
+from __future__ import annotations
+
+import cmath
+import math
+
+import torch
+
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
+
+# ---- 11.rope_half: learner functions, right and wrong --------------------------------------
+
+
+def rope_half_complex(x, base):
+    """Right, with complex numbers: pair i is x[i] + j x[i + hs/2]."""
+    h = x.size(-1) // 2
+    z = torch.complex(x[..., :h], x[..., h:])  # (..., T, hs/2)
+    m = torch.arange(x.size(-2), dtype=x.dtype)[:, None]
+    theta = base ** (-2 * torch.arange(h, dtype=x.dtype) / x.size(-1))
+    turned = z * torch.polar(torch.ones_like(m * theta), m * theta)
+    return torch.cat([turned.real, turned.imag], dim=-1)
+
+
+def rope_half_loops(x, base):
+    """Right, one number at a time with Python's cmath."""
+    out = x.clone()
+    T, hs = x.shape[-2:]
+    h = hs // 2
+    flat, res = x.reshape(-1, T, hs), out.view(-1, T, hs)
+    for b in range(flat.size(0)):
+        for m in range(T):
+            for i in range(h):
+                z = complex(flat[b, m, i], flat[b, m, i + h])
+                z *= cmath.exp(1j * m * base ** (-2 * i / hs))
+                res[b, m, i], res[b, m, i + h] = z.real, z.imag
+    return out
+
+
+@wrong("11.rope_half", "neighbouring features")
+def pairs_neighbours(x, base):
+    """The interleaved convention: pairs (2i, 2i + 1)."""
+    re, im = x[..., 0::2], x[..., 1::2]
+    h = x.size(-1) // 2
+    m = torch.arange(x.size(-2), dtype=x.dtype)[:, None]
+    angle = m * base ** (-2 * torch.arange(h, dtype=x.dtype) / x.size(-1))
+    return torch.stack([re * angle.cos() - im * angle.sin(),
+                        re * angle.sin() + im * angle.cos()], dim=-1).flatten(-2)
+
+
+@wrong("11.rope_half", "wrong way")
+def turns_backwards(x, base):
+    """Multiplies by e^{-j m theta}."""
+    return rope_half_complex(x * torch.cat([torch.ones(x.size(-1) // 2),
+                                            -torch.ones(x.size(-1) // 2)]).to(x.dtype), base) \
+        * torch.cat([torch.ones(x.size(-1) // 2), -torch.ones(x.size(-1) // 2)]).to(x.dtype)
+
+
+@wrong("11.rope_half", "theta_i")
+def theta_without_the_two(x, base):
+    """theta_i = base^(-i/hs): the angles fall too slowly."""
+    h = x.size(-1) // 2
+    z = torch.complex(x[..., :h], x[..., h:])
+    m = torch.arange(x.size(-2), dtype=x.dtype)[:, None]
+    theta = base ** (-torch.arange(h, dtype=x.dtype) / x.size(-1))
+    turned = z * torch.polar(torch.ones_like(m * theta), m * theta)
+    return torch.cat([turned.real, turned.imag], dim=-1)
+
+
+@wrong("11.rope_half", "length")
+def adds_the_angle(x, base):
+    """Adds a position signal instead of turning."""
+    return x + torch.arange(x.size(-2), dtype=x.dtype)[:, None] * 0.1
+
+
+@wrong("11.rope_half", "shape")
+def drops_the_imaginary_half(x, base):
+    return rope_half_complex(x, base)[..., : x.size(-1) // 2]
+
+
+CASES = {
+    "11.shift": prediction(
+        ("B", " (b) ", "LayerNorm's output stays close to its output for x; RMSNorm's "
+         "becomes close to a vector of ones"),
+        {"a": "does not subtract the mean", "c": "subtracts the mean", "d": "what is left"},
+    ),
+    "11.rope_half": Case(
+        right=(rope_half_complex, rope_half_loops),
+        wrong=wrong_answers("11.rope_half", (5, "a function")),
+    ),
+    "11.kv_cache": Case(
+        right=(375, 375.0, 375.2),
+        wrong=(
+            (1500, "every query head"),
+            (187.5, "a key and a value"),
+            (750, "2 bytes"),
+            (393.216, "millions of bytes"),
+            (12, "count the numbers first"),
+            ("375", "a number of MiB"),
+        ),
+    ),
+}
+
+
+def shift_by_hand():
+    """x + 100: the mean moves by 100 and the spread stays, so LayerNorm's output is the
+    same; the root mean square is about 100, so RMSNorm's is 1 + (x - mean) / 100."""
+    from minitx.course.exercises import nb11
+
+    x = nb11.shift_inputs()
+    shifted = x + nb11.SHIFT
+    centred = shifted - shifted.mean(-1, keepdim=True)
+    layer = centred / (centred.pow(2).mean(-1, keepdim=True) + 1e-5).sqrt()
+    rms = shifted / shifted.pow(2).mean(-1, keepdim=True).sqrt()
+    assert (rms - 1).abs().max() < 0.05
+    plain = (x - x.mean(-1, keepdim=True)) / (x.var(-1, unbiased=False, keepdim=True)
+                                              + 1e-5).sqrt()
+    assert (layer - plain).abs().max() < 1e-6
+    assert nb11.shift_truth() == "b"
+
+
+def kv_cache_by_hand():
+    """2 (key and value) x 32 layers x 3000 tokens x 8 heads x 128 numbers x 2 bytes."""
+    from minitx.course.exercises import nb11
+
+    assert math.isclose(nb11.kv_cache_mib(), 2 * 32 * 3000 * 8 * 128 * 2 / 2**20)
+    assert math.isclose(solution("11.kv_cache"), 375.0)
+
+
+def rope_half_reference_by_hand():
+    """The checker's reference turns pair (x[i], x[i + hs/2]) at position m by m theta_i."""
+    from minitx.course.exercises import nb11
+
+    x = torch.randn(2, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(nb11.rope_half_reference(x, 10000.0), rope_half_loops(x, 10000.0))
+    torch.testing.assert_close(solution("11.rope_half")(x, 50.0), rope_half_loops(x, 50.0))
+
+
+VALUE_CHECKS = [shift_by_hand, kv_cache_by_hand, rope_half_reference_by_hand]
