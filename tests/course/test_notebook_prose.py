@@ -83,10 +83,12 @@ def test_the_course_map_gives_the_notebooks_size(path, student):
 MAX_WORDS, MAX_CODE_LINES = 2800, 500  # one class period
 
 
+@pytest.mark.parametrize("copy", ["student edition", "source"])
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_a_notebook_fits_one_class_period(path, student):
-    words, code = sizes(student[path.name])
+def test_a_notebook_fits_one_class_period(path, copy, student):
+    """The source too: a teacher teaches from it (the instructor's lesson), solutions and all."""
+    words, code = sizes(student[path.name] if copy == "student edition" else path)
     assert words <= MAX_WORDS and code <= MAX_CODE_LINES, (
-        f"{path.name}: {words} words and {code} code lines; a class period is at most "
-        f"{MAX_WORDS} words and {MAX_CODE_LINES} code lines"
+        f"{copy} {path.name}: {words} words and {code} code lines; a class period is at "
+        f"most {MAX_WORDS} words and {MAX_CODE_LINES} code lines"
     )
