@@ -1,7 +1,7 @@
 """The ``minitx`` command: train the course's Mini-GPT, sample from it, export a checkpoint,
 and the teacher's solutions, progress and guide (:mod:`minitx.course.teacher`).
 
-    minitx train  --preset cpu [--out runs/cpu] [--max-steps N] [--resume]
+    minitx train  --preset cpu [--arch modern] [--out runs/cpu] [--max-steps N] [--resume]
     minitx sample --prompt "ROMEO:" [--checkpoint runs/cpu/ckpt.pt] [--temperature 0.8]
                   [--top-k 40] [--top-p 0.9] [--greedy] [--num-tokens 300] [--seed 0]
                   [--no-cache]
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``minitx`` argument parser (subcommands train, sample, export, and the teacher's
     solutions, progress and guide, which :mod:`minitx.course.teacher` adds, and edition)."""
     from minitx.course import editions, site, teacher
-    from minitx.train.presets import preset_names
+    from minitx.train.presets import ARCHS, preset_names
 
     parser = _Parser(prog="minitx", description="minitx: train and sample the course's Mini-GPT.")
     parser.add_argument("--version", action="version", version=f"minitx {__version__}")
@@ -76,8 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     presets = ", ".join(preset_names())
     train.add_argument("--preset", default="auto", metavar="NAME",
                        help=f"one of {presets}, or auto (gpu with CUDA, else cpu); default auto")
+    train.add_argument("--arch", choices=list(ARCHS), help="gpt2 (default) or modern: RMSNorm, "
+                       "rotary positions, SwiGLU, half the key/value heads (notebook 11)")
     train.add_argument("--out", type=Path, metavar="DIR",
-                       help="output folder (default runs/<preset>)")
+                       help="output folder (default runs/<preset>, runs/<preset>-modern)")
     train.add_argument("--max-steps", type=int, metavar="N",
                        help="train until this many steps (default: the preset's length)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out, "
@@ -140,21 +142,20 @@ def _train(args: argparse.Namespace) -> int:
     from minitx.train import checkpoint as ck
     from minitx.train.config import TrainConfig
     from minitx.train.presets import get_preset
-    from minitx.train.runtime import (
-        TerminateAsInterrupt,
-        check_run_folder,
-        describe,
-        plan_runtime,
-    )
+    from minitx.train.runtime import TerminateAsInterrupt, check_run_folder, describe, plan_runtime
     from minitx.train.trainer import Trainer
 
     try:
         preset = get_preset(args.preset)
     except ValueError as err:  # names the known presets
         raise UsageError(str(err)) from err
-    out = args.out if args.out is not None else Path("runs") / preset.name
-    if args.resume and args.seed is not None:
-        raise UsageError("--seed cannot change a resumed run (it keeps its own RNG states)")
+    if args.arch:
+        preset = preset.with_arch(args.arch)
+    modern = "-modern" if args.arch == "modern" else ""
+    out = args.out if args.out is not None else Path("runs") / f"{preset.name}{modern}"
+    for flag, value in (("--seed", args.seed), ("--arch", args.arch)):
+        if args.resume and value is not None:
+            raise UsageError(f"{flag} cannot change a resumed run (it keeps its checkpoint's)")
     try:  # before any work: a bad --out, --export or --max-steps fails in a second
         path = check_run_folder(out, resume=args.resume, export=args.export,
                                 max_steps=args.max_steps)
@@ -222,8 +223,9 @@ def _train(args: argparse.Namespace) -> int:
     if resumed is not None:
         ck.restore_trainer(trainer, resumed, str(path))
     mc = model_config
-    print(f"preset {preset.name}: {mc.n_layer} layers x {mc.n_embd} wide, {mc.n_head} heads, "
-          f"block {mc.block_size}, {model.num_parameters() / 1e6:.2f}M parameters")
+    print(f"preset {preset.name}: {mc.n_layer} layers x {mc.n_embd} wide, {mc.n_head} heads "
+          f"({mc.n_kv_heads or mc.n_head} key/value), block {mc.block_size}, {mc.norm} norm, "
+          f"{mc.positions} positions, {mc.mlp} MLP, {model.num_parameters() / 1e6:.2f}M parameters")
     print(f"data: {train_data.numel():,} train / {val_data.numel():,} val tokens, "
           f"vocabulary {tokenizer.vocab_size}")
     print(
@@ -315,18 +317,12 @@ def _sample(args: argparse.Namespace) -> int:
     ids = tokenizer.encode(args.prompt)
     block = model.config.block_size
     if len(ids) > block:
-        print(
-            f"minitx: note: the prompt has {len(ids)} characters but the model's context is "
-            f"{block}; it sees only the last {block}",
-            file=sys.stderr,
-        )
+        print(f"minitx: note: the prompt has {len(ids)} characters but the model's context is "
+              f"{block}; it sees only the last {block}", file=sys.stderr)
         ids = ids[-block:]
     if args.top_k is not None and args.top_k > tokenizer.vocab_size:
-        print(
-            f"minitx: note: --top-k {args.top_k} is more than the vocabulary "
-            f"({tokenizer.vocab_size}); it keeps every token",
-            file=sys.stderr,
-        )
+        print(f"minitx: note: --top-k {args.top_k} is more than the vocabulary "
+              f"({tokenizer.vocab_size}); it keeps every token", file=sys.stderr)
     idx = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
     sys.stdout.write(args.prompt)
     sys.stdout.flush()

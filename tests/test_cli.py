@@ -445,3 +445,29 @@ def test_teacher_commands_run_through_minitx(tmp_path, capsys):
     assert out == ""
     code, _, err = run(["solutions"], capsys)
     assert_one_line_error(code, err, "notebook", status=2)
+
+
+def test_train_the_modern_arch_then_sample_and_resume(capsys, tmp_path, shakespeare, monkeypatch):
+    """``--arch modern`` trains notebook 11's block; its default folder is runs/<preset>-modern,
+    sampling works with and without the KV cache, and a resumed run keeps its block."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "--preset", "tiny", "--arch", "modern", "--max-steps", "4", "--no-progress"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "rms norm, rope positions, swiglu MLP" in out and "2 heads (1 key/value)" in out
+    path = tmp_path / "runs" / "tiny-modern" / "ckpt.pt"
+    saved = load_checkpoint(path)["model_config"]
+    assert (saved["norm"], saved["positions"], saved["mlp"], saved["n_kv_heads"]) == (
+        "rms", "rope", "swiglu", 1)
+    texts = []
+    for extra in ([], ["--no-cache"]):
+        code, out, err = run(["sample", "--checkpoint", str(path), "--prompt", "ROMEO:",
+                              "--num-tokens", "12", *extra], capsys)
+        assert code == 0, err
+        texts.append(out)
+    assert texts[0] == texts[1] and len(texts[0]) == len("ROMEO:") + 12 + 1
+    resume = ["train", "--preset", "tiny", "--out", str(path.parent), "--resume", "--no-progress"]
+    code, _, err = run([*resume, "--arch", "gpt2"], capsys)
+    assert_one_line_error(code, err, "--arch cannot change a resumed run", status=2)
+    code, out, err = run([*resume, "--max-steps", "6"], capsys)
+    assert code == 0 and "done: step 6" in out and "rope positions" in out, err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from minitx.course.exercises.nb11 import kv_cache_mib, shift_truth
+from minitx.course.exercises.nb11 import kv_sequences, shift_truth
 
 
 def rope_half(x: Tensor, base: float = 10000.0) -> Tensor:
@@ -24,7 +24,7 @@ def rope_half(x: Tensor, base: float = 10000.0) -> Tensor:
 SOLUTIONS = {
     "11.shift": shift_truth,
     "11.rope_half": lambda: rope_half,
-    "11.kv_cache": kv_cache_mib,
+    "11.kv_cache": kv_sequences,
 }
 
 MODEL_ANSWERS = {
@@ -37,7 +37,7 @@ MODEL_ANSWERS = {
         "evaluating beyond the training length, as section 6 does, or on a task that needs "
         "an exact offset (copy the token 40 back). Scale of data: gains of a few percent "
         "(SwiGLU's) compound over a trillion tokens and are smaller than a seed spread over "
-        "a few hundred steps; more seeds and longer runs shrink the spread until such a gap "
+        "150 steps; more seeds and longer runs shrink the spread until such a gap "
         "can show. Memory: GQA buys nothing in loss; its point is the KV cache, which "
         "decides how many long sequences fit on a GPU during generation, a cost that a "
         "training loss never shows."

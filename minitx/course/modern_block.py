@@ -12,6 +12,7 @@ summarises the seeds, :func:`position_losses` scores each position of longer win
 from __future__ import annotations
 
 import inspect
+import math
 import statistics
 import textwrap
 from dataclasses import dataclass, replace
@@ -22,19 +23,20 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from minitx.data.batches import BlockBatches
-from minitx.nn.gpt import GPT, GPTConfig
+from minitx.nn.gpt import GPT, GPTConfig, kv_cache_numel
 from minitx.train.evaluate import estimate_loss
 from minitx.train.presets import Preset, get_preset
 from minitx.train.runtime import Runtime
 from minitx.train.trainer import Trainer
 
-# The swaps, each alone; the first is the baseline.
+# The swaps, each alone, then all four together (the Llama block); the first is the baseline.
 VARIANTS: dict[str, dict[str, Any]] = {
     "GPT-2 block": {},
     "RMSNorm": {"norm": "rms"},
     "RoPE": {"positions": "rope"},
     "SwiGLU": {"mlp": "swiglu"},
     "GQA (2 KV heads)": {"n_kv_heads": 2},
+    "all four": {"norm": "rms", "positions": "rope", "mlp": "swiglu", "n_kv_heads": 2},
 }
 BASELINE = "GPT-2 block"
 # Validation windows every final model is scored on: (batches, batch size, seed).
@@ -71,8 +73,9 @@ def final_loss(model: GPT, val_data: Tensor, block_size: int = 64) -> float:
 
 @dataclass
 class Run:
-    """One trained variant: its name, seed, model, final validation loss, parameter count
-    and training speed (tokens per second, the median of the logged windows)."""
+    """One trained variant: its name, seed, model, final validation loss, parameter count,
+    training speed (tokens per second, the median of the logged windows) and the validation
+    loss halfway through training (on the same windows)."""
 
     variant: str
     seed: int
@@ -80,6 +83,7 @@ class Run:
     val_loss: float
     parameters: int
     tokens_per_s: float
+    half_loss: float = math.nan
 
 
 def train_variant(name: str, seed: int, train_data: Tensor, val_data: Tensor,
@@ -93,10 +97,12 @@ def train_variant(name: str, seed: int, train_data: Tensor, val_data: Tensor,
     batches = BlockBatches(train_data, val_data, config.block_size, recipe.train.batch_size,
                            runtime.device)
     trainer = Trainer(model, recipe.train, batches, runtime=runtime, progress=False)
+    trainer.train(max_steps=max_steps // 2)
+    half = final_loss(model, val_data, config.block_size)
     trainer.train()
     speed = statistics.median(trainer.history["tokens_per_s"])
     return Run(name, seed, model.eval(), final_loss(model, val_data, config.block_size),
-               model.num_parameters(), speed)
+               model.num_parameters(), speed, half)
 
 
 def spread_table(runs: list[Run]) -> dict[str, dict[str, float]]:
@@ -161,9 +167,7 @@ def with_context(model: GPT, block_size: int) -> GPT:
 def bytes_per_token(config: GPTConfig, bytes_per_number: int = 4) -> int:
     """KV-cache bytes per position of one sequence: a key and a value per layer and
     key/value head, each of head size numbers."""
-    n_kv = config.n_head if config.n_kv_heads is None else config.n_kv_heads
-    head = config.n_embd // config.n_head
-    return 2 * config.n_layer * n_kv * head * bytes_per_number
+    return kv_cache_numel(config, T=1) * bytes_per_number
 
 
 def excerpt(obj: Any, first: str, last: str) -> str:

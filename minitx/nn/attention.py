@@ -341,7 +341,7 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.size()
         q, k, v = self._project(x, x, x)  # (B, h, T, d_head) each
         if past is not None:
-            self._check_past(past, B, x)
+            check_past(past, B, self.n_heads, self.d_head, x)
             k = torch.cat([past[0], k], dim=2)  # (B, h, P + T, d_head)
             v = torch.cat([past[1], v], dim=2)  # (B, h, P + T, d_head)
         P = k.size(2) - T
@@ -355,23 +355,6 @@ class MultiHeadAttention(nn.Module):
             mask = torch.ones(T, P + T, dtype=torch.bool, device=x.device).tril(diagonal=P)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         return self.out_proj(merge_heads(y)), (k, v)  # (B, T, d_model)
-
-    def _check_past(self, past: tuple[Tensor, Tensor], B: int, x: Tensor) -> None:
-        ok = isinstance(past, (tuple, list)) and len(past) == 2
-        if not ok or not all(isinstance(t, Tensor) for t in past):
-            raise ValueError(f"past must be a (k, v) pair of tensors, got {type(past).__name__}")
-        k, v = past
-        expected = (B, self.n_heads, k.size(2) if k.dim() == 4 else "P", self.d_head)
-        if k.dim() != 4 or tuple(k.shape) != expected or v.shape != k.shape:
-            raise ValueError(
-                f"past keys and values must both be (B, h, P, d_head) = {expected}, got "
-                f"k {tuple(k.shape)} and v {tuple(v.shape)}"
-            )
-        if k.dtype != x.dtype or k.device != x.device:
-            raise ValueError(
-                f"past must have the dtype and device of x ({x.dtype}, {x.device}), got "
-                f"{k.dtype} on {k.device}"
-            )
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
@@ -389,10 +372,33 @@ class MultiHeadAttention(nn.Module):
         return copy_weights(ours, module, names)
 
 
+def check_past(past: tuple[Tensor, Tensor], B: int, n_heads: int, d_head: int,
+               x: Tensor) -> int:
+    """P, the cached length, after checking that ``past`` is a KV cache for ``x``: keys and
+    values, each (B, n_heads, P, d_head), with x's dtype and device."""
+    ok = isinstance(past, (tuple, list)) and len(past) == 2
+    if not ok or not all(isinstance(t, Tensor) for t in past):
+        raise ValueError(f"past must be a (k, v) pair of tensors, got {type(past).__name__}")
+    k, v = past
+    expected = (B, n_heads, k.size(2) if k.dim() == 4 else "P", d_head)
+    if k.dim() != 4 or tuple(k.shape) != expected or v.shape != k.shape:
+        raise ValueError(
+            f"past keys and values must both be (B, heads, P, head size) = {expected}, got "
+            f"k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    if k.dtype != x.dtype or k.device != x.device:
+        raise ValueError(
+            f"past must have the dtype and device of x ({x.dtype}, {x.device}), got "
+            f"{k.dtype} on {k.device}"
+        )
+    return k.size(2)
+
+
 __all__ = [
     "AdditiveAttention",
     "DotProductAttention",
     "MultiHeadAttention",
+    "check_past",
     "masked_softmax",
     "merge_heads",
     "scaled_dot_product_attention",

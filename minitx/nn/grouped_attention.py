@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from minitx.nn.attention import (
     MultiHeadAttention,
+    check_past,
     masked_softmax,
     merge_heads,
     scaled_dot_product_attention,
@@ -159,7 +160,7 @@ class GroupedQueryAttention(nn.Module):
         out (B, T, d_model), k and v (B, n_kv_heads, P + T, hs) for the next call."""
         self._check_x(x)
         B, T, _ = x.size()
-        P = 0 if past is None else self._check_past(past, B, x)
+        P = 0 if past is None else check_past(past, B, self.n_kv_heads, self.d_head, x)
         q, k, v = self._qkv(x, offset=P)
         if past is not None:
             k = torch.cat([past[0], k], dim=2)  # (B, n_kv, P + T, hs)
@@ -172,23 +173,6 @@ class GroupedQueryAttention(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
                                            is_causal=P == 0 and T > 1, enable_gqa=True)
         return self.out_proj(merge_heads(y)), (k, v)
-
-    def _check_past(self, past: tuple[Tensor, Tensor], B: int, x: Tensor) -> int:
-        """P, the cached length, after checking ``past`` is two (B, n_kv_heads, P, hs)."""
-        ok = isinstance(past, (tuple, list)) and len(past) == 2
-        if not ok or not all(isinstance(t, Tensor) for t in past):
-            raise ValueError(f"past must be a (k, v) pair of tensors, got {type(past).__name__}")
-        k, v = past
-        expected = (B, self.n_kv_heads, k.size(2) if k.dim() == 4 else "P", self.d_head)
-        if k.dim() != 4 or tuple(k.shape) != expected or v.shape != k.shape:
-            raise ValueError(
-                f"past keys and values must both be (B, n_kv_heads, P, hs) = {expected}, "
-                f"got k {tuple(k.shape)} and v {tuple(v.shape)}"
-            )
-        if k.dtype != x.dtype or k.device != x.device:
-            raise ValueError(f"past must have the dtype and device of x ({x.dtype}, "
-                             f"{x.device}), got {k.dtype} on {k.device}")
-        return k.size(2)
 
 
 __all__ = ["GroupedQueryAttention", "grouped_query_attention", "repeat_kv", "self_attention"]

@@ -20,10 +20,14 @@ from torch import Tensor
 
 def rope_angles(T: int, hs: int, base: float = 10000.0, offset: int = 0,
                 device: torch.device | str | None = None,
-                dtype: torch.dtype = torch.float64) -> Tensor:
+                dtype: torch.dtype | None = None) -> Tensor:
     """The rotation angles m * theta_i, (T, hs/2): row t is position offset + t, column i
     the pair (2i, 2i+1), theta_i = base^(-2i/hs) (from 1 down to about 1/base). float64 by
-    default: at position 1000, float32 would put the angle off by about 1e-4."""
+    default (float32 on Apple's mps, which has no float64): at position 1000, float32 would
+    put the angle off by about 1e-4."""
+    if dtype is None:
+        on_mps = torch.device(device or "cpu").type == "mps"
+        dtype = torch.float32 if on_mps else torch.float64
     theta = base ** (-torch.arange(0, hs, 2, dtype=dtype, device=device) / hs)
     m = torch.arange(offset, offset + T, dtype=dtype, device=device)  # (T,)
     return m[:, None] * theta[None, :]  # (T, hs/2)
@@ -50,10 +54,8 @@ def apply_rope(x: Tensor, base: float = 10000.0, offset: int = 0) -> Tensor:
         raise ValueError(f"offset must be an int >= 0, got {offset!r}")
     if not base > 0:
         raise ValueError(f"base must be > 0, got {base!r}")
-    # Apple's mps has no float64; 16-bit inputs are turned in float32, as Llama does.
-    exact = torch.float32 if x.device.type == "mps" else torch.float64
-    angle = rope_angles(T, hs, base, offset, device=x.device, dtype=exact)  # (T, hs/2)
-    h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    angle = rope_angles(T, hs, base, offset, device=x.device)  # (T, hs/2), float64
+    h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x  # as Llama does
     cos, sin = angle.cos().to(h.dtype), angle.sin().to(h.dtype)
     re, im = h[..., 0::2], h[..., 1::2]  # (B, nh, T, hs/2) each: the pairs' two parts
     # (re + j im) * (cos + j sin) = (re cos - im sin) + j (re sin + im cos)

@@ -30,6 +30,12 @@ MODEL_KEYS = ("block_size", "n_layer", "n_head", "n_embd", "dropout", "bias")
 # LayerNorm, learned positions, a GELU MLP, a key and value head per query head; tied head).
 OPTIONAL_MODEL_KEYS = ("activation", "tied_head", "norm", "positions", "mlp", "n_kv_heads")
 
+# The two architectures of a preset's blocks (``Preset.with_arch``, ``minitx train --arch``).
+ARCHS: dict[str, dict[str, Any]] = {
+    "gpt2": {"norm": "layer", "positions": "learned", "mlp": "gelu", "n_kv_heads": None},
+    "modern": {"norm": "rms", "positions": "rope", "mlp": "swiglu"},
+}
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -63,6 +69,18 @@ class Preset:
         new_model = {**self.model, **(model or {})}
         new_train = replace(self.train, **(train or {}))
         return Preset(self.name, self.description, new_model, new_train)
+
+    def with_arch(self, arch: str) -> Preset:
+        """A copy whose blocks are ``arch``: 'gpt2' (LayerNorm, learned positions, GELU MLP,
+        a key/value head per query head) or 'modern' (notebook 11: RMSNorm, rotary positions,
+        SwiGLU, and half as many key/value heads as query heads when the heads pair up)."""
+        if arch not in ARCHS:
+            raise ValueError(f"arch must be one of {list(ARCHS)}, got {arch!r}")
+        model = dict(ARCHS[arch])
+        if arch == "modern":
+            n_head = self.model["n_head"]
+            model["n_kv_heads"] = n_head // 2 if n_head % 2 == 0 else n_head
+        return self.with_overrides(model=model)
 
     @property
     def tokens_per_step(self) -> int:
@@ -151,4 +169,4 @@ def auto_preset_name(cuda_available: bool | None = None) -> str:
     return "gpu" if device.type == "cuda" else "cpu"
 
 
-__all__ = ["PRESETS", "Preset", "auto_preset_name", "get_preset", "preset_names"]
+__all__ = ["ARCHS", "PRESETS", "Preset", "auto_preset_name", "get_preset", "preset_names"]

@@ -517,3 +517,30 @@ def test_an_implement_exercise_rejects_the_packages_own_function(name, own):
     module, _, attr = own.partition(":")
     result = check(name, getattr(importlib.import_module(module), attr), quiet=True)
     assert not result.ok and f"package's own {attr}" in result.message
+
+
+def test_a_forbidden_package_function_is_found_wherever_the_answer_names_it():
+    """``implement(..., forbid=...)``: 11.rope_half refuses apply_rope as a global, an
+    attribute or inside a nested function, and not a learner's own function of that name."""
+    from minitx.course.exercises.guard import forbidden_call
+    from minitx.nn import rope
+
+    forbid = ("minitx.nn.rope.apply_rope", "minitx.nn.rope.rope_angles")
+
+    def by_attribute(x, base):
+        return rope.apply_rope(x, base) * 1.0
+
+    def nested(x, base):
+        def inner(y):
+            return rope.rope_angles(y.size(-2), y.size(-1), base)
+
+        return x + inner(x).sum()
+
+    assert forbidden_call(by_attribute, forbid) == "apply_rope"
+    assert forbidden_call(nested, forbid) == "rope_angles"
+    namespace = {"apply_rope": lambda x, base: x}  # the learner's own, defined earlier
+    exec("def own(x, base):\n    return apply_rope(x, base) * 2\n", namespace)
+    assert forbidden_call(namespace["own"], forbid) is None
+    assert forbidden_call(answers.solution("11.rope_half"), forbid) is None
+    result = check("11.rope_half", by_attribute, quiet=True)
+    assert not result.ok and "package's own apply_rope" in result.message

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import cmath
-import math
 
 import torch
 
@@ -78,6 +77,27 @@ def drops_the_imaginary_half(x, base):
     return rope_half_complex(x, base)[..., : x.size(-1) // 2]
 
 
+@wrong("11.rope_half", "the package's own apply_rope")
+def permutes_around_the_package(x, base):
+    """Right numbers, but the package's interleaved rotation does the work."""
+    from minitx.nn.rope import apply_rope
+
+    order = torch.arange(x.size(-1)).view(2, -1).T.flatten()  # i and i + hs/2 side by side
+    return apply_rope(x[..., order], base)[..., order.argsort()]
+
+
+@wrong("11.rope_half", "the package's own rope_angles")
+def borrows_the_angles(x, base):
+    """Turns the pairs itself but takes the angles from the package."""
+    from minitx.nn import rope
+
+    h = x.size(-1) // 2
+    angle = rope.rope_angles(x.size(-2), x.size(-1), base).to(x.dtype)
+    re, im = x[..., :h], x[..., h:]
+    return torch.cat([re * angle.cos() - im * angle.sin(),
+                      re * angle.sin() + im * angle.cos()], dim=-1)
+
+
 CASES = {
     "11.shift": prediction(
         ("B", " (b) ", "LayerNorm's output stays close to its output for x; RMSNorm's "
@@ -89,14 +109,18 @@ CASES = {
         wrong=wrong_answers("11.rope_half", (5, "a function")),
     ),
     "11.kv_cache": Case(
-        right=(375, 375.0, 375.2),
+        right=((9, 72), [9, 72], (9.0, 72.0)),
         wrong=(
-            (1500, "every query head"),
-            (187.5, "a key and a value"),
-            (750, "2 bytes"),
-            (393.216, "millions of bytes"),
-            (12, "count the numbers first"),
-            ("375", "a number of MiB"),
+            ((72, 9), "swapped"),
+            ((9, 9), "8 heads"),
+            ((72, 72), "every one of the 64 heads"),
+            ((18, 144), "a key and a value"),
+            ((4, 36), "2 bytes"),
+            ((8, 67), "2^30 bytes"),
+            ((9.5, 72), "whole sequences"),
+            ((10, 80), "one sequence's cache first"),
+            ((9, 72, 0), "a pair of whole numbers"),
+            ("9, 72", "a pair of whole numbers"),
         ),
     ),
 }
@@ -120,11 +144,13 @@ def shift_by_hand():
 
 
 def kv_cache_by_hand():
-    """2 (key and value) x 32 layers x 3000 tokens x 8 heads x 128 numbers x 2 bytes."""
+    """One sequence: 2 (key and value) x 80 layers x 4096 tokens x heads x 128 numbers x 2
+    bytes, 10 GiB with 64 heads and 1.25 GiB with 8; 90 GiB holds 9 and 72 of them."""
     from minitx.course.exercises import nb11
 
-    assert math.isclose(nb11.kv_cache_mib(), 2 * 32 * 3000 * 8 * 128 * 2 / 2**20)
-    assert math.isclose(solution("11.kv_cache"), 375.0)
+    every_head, grouped = 2 * 80 * 4096 * 64 * 128 * 2, 2 * 80 * 4096 * 8 * 128 * 2
+    assert nb11.kv_sequence_bytes() == (every_head, grouped) == (10 * 2**30, 5 * 2**28)
+    assert tuple(solution("11.kv_cache")) == (9, 72)
 
 
 def rope_half_reference_by_hand():

@@ -88,7 +88,7 @@ def test_attention_bad_past():
     x = torch.randn(2, 1, 8)
     with pytest.raises(ValueError, match=r"past must be a \(k, v\) pair of tensors, got Tensor"):
         attn.forward_cached(x, torch.zeros(2, 2, 3, 4))
-    shapes = r"\(B, h, P, d_head\) = \(2, 2, 3, 4\), got k \(2, 2, 3, 5\)"
+    shapes = r"\(B, heads, P, head size\) = \(2, 2, 3, 4\), got k \(2, 2, 3, 5\)"
     with pytest.raises(ValueError, match=shapes):
         attn.forward_cached(x, (torch.zeros(2, 2, 3, 5), torch.zeros(2, 2, 3, 5)))
     with pytest.raises(ValueError, match=r"got k \(1, 2, 3, 4\)"):

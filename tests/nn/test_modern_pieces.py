@@ -206,7 +206,7 @@ def test_gqa_bad_input():
     with pytest.raises(ValueError, match="even head size"):
         GroupedQueryAttention(12, 4, rope=True)
     attn = GroupedQueryAttention(16, 4, n_kv_heads=2)
-    with pytest.raises(ValueError, match=r"\(B, n_kv_heads, P, hs\)"):
+    with pytest.raises(ValueError, match=r"\(B, heads, P, head size\) = \(1, 2, 2, 4\)"):
         attn.forward_cached(torch.randn(1, 1, 16), (torch.randn(1, 4, 2, 4),) * 2)
 
 

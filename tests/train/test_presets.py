@@ -151,3 +151,26 @@ def test_preset_checks_its_model_keys():
         Preset("x", "broken", model={"n_layer": 2})
     with pytest.raises(TypeError):
         get_preset("cpu").with_overrides(train={"lr": 1.0})
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_has_a_modern_variant(name):
+    """``--arch modern``: notebook 11's block at the preset's sizes; ``gpt2`` changes nothing."""
+    base = get_preset(name)
+    assert base.with_arch("gpt2").gpt_config(65) == base.gpt_config(65)
+    cfg = base.with_arch("modern").gpt_config(65)
+    assert (cfg.norm, cfg.positions, cfg.mlp) == ("rms", "rope", "swiglu")
+    assert cfg.n_kv_heads * 2 == cfg.n_head  # every preset's heads pair up
+    assert (cfg.n_layer, cfg.n_embd, cfg.block_size) == (
+        base.model["n_layer"], base.model["n_embd"], base.model["block_size"])
+    assert base.with_arch("modern").train == base.train
+    model = GPT(cfg).eval()
+    assert model.pos_emb is None  # rotary positions: no table
+    with torch.no_grad():
+        logits, _ = model(torch.randint(65, (1, 8)))
+    assert logits.shape == (1, 8, 65) and torch.isfinite(logits).all()
+
+
+def test_an_unknown_arch_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"arch must be one of \['gpt2', 'modern'\], got 'llama'"):
+        get_preset("cpu").with_arch("llama")

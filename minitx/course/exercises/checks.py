@@ -29,7 +29,11 @@ import torch
 from torch import Tensor
 
 from minitx.course.exercises import call_learner, exercise
-from minitx.course.exercises.guard import package_function, wrapped_package_function
+from minitx.course.exercises.guard import (
+    forbidden_call,
+    package_function,
+    wrapped_package_function,
+)
 
 # ---- multiple-choice predictions ----------------------------------------------------------
 
@@ -130,11 +134,13 @@ def _guarded(
 
 
 def implement(
-    name: str, prompt: str
+    name: str, prompt: str, *, forbid: tuple[str, ...] = ()
 ) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
     """Register the decorated checker as the ``implement`` exercise ``name``. An answer
     that is not a function, that is one of the package's own functions (which the notebook
-    may have imported), or that only calls one, gets a hint before the checker runs."""
+    may have imported), or that only calls one, gets a hint before the checker runs; so
+    does one that uses any of ``forbid`` (dotted paths of the package functions that
+    already do the exercise's work) anywhere in its code."""
 
     def guard(answer: Any) -> str | None:
         if not callable(answer):
@@ -145,6 +151,9 @@ def implement(
         wrapped = wrapped_package_function(answer)
         if wrapped is not None:
             return f"that only calls the package's own {wrapped}: write the steps yourself"
+        used = forbidden_call(answer, forbid)
+        if used is not None:
+            return f"that uses the package's own {used}: write the steps without it"
         return None
 
     return _guarded(name, prompt, "implement", guard)

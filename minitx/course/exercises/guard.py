@@ -164,4 +164,28 @@ def wrapped_package_function(answer: Any) -> str | None:
     return None
 
 
-__all__ = ["package_function", "wrapped_package_function"]
+def forbidden_call(answer: Any, forbidden: tuple[str, ...]) -> str | None:
+    """The first of ``forbidden`` (dotted paths of minitx functions, such as
+    ``"minitx.nn.rope.apply_rope"``) that ``answer``'s code names anywhere: as a global,
+    an attribute (``rope.apply_rope``) or an import, in nested functions too; None if none.
+    A learner's own function of the same name, defined in the notebook, is not refused."""
+    fn = _unwrap(answer)
+    if not isinstance(fn, types.FunctionType):
+        return None
+    targets = {}
+    for path in forbidden:
+        module, _, name = path.rpartition(".")
+        targets[name] = getattr(importlib.import_module(module), name)
+    codes = [fn.__code__]
+    while codes:
+        code = codes.pop()
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        for name in code.co_names:
+            if name in targets:
+                bound = fn.__globals__.get(name, targets[name])
+                if _unwrap(bound) is _unwrap(targets[name]):
+                    return name
+    return None
+
+
+__all__ = ["forbidden_call", "package_function", "wrapped_package_function"]

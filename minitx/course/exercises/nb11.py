@@ -1,5 +1,6 @@
 """Exercises of notebook 11 (the modern block): what RMSNorm drops, rotary positions in the
-other pairing convention, and the KV cache of a grouped-query model.
+other pairing convention, and how many sequences a KV cache budget holds with and without
+grouped heads.
 
 Expected answers are computed with :mod:`minitx.nn.rmsnorm`, :mod:`minitx.nn.transformer`,
 :mod:`minitx.nn.rope` and :func:`minitx.nn.gpt.kv_cache_numel`, never typed in. Random inputs
@@ -26,11 +27,13 @@ SHIFT_CHOICES = {
     "vector of ones",
     "d": "both outputs become close to a vector of ones",
 }
-# The KV cache of the compute exercise: a Llama-3-8B-like model (32 layers, 32 query heads of
-# size 128, 8 key/value heads), bfloat16 (2 bytes a number), one sequence of KV_TOKENS.
-KV_MODEL = {"n_layer": 32, "n_head": 32, "n_embd": 4096, "n_kv_heads": 8}
-KV_TOKENS = 3000
+# The KV cache of the compute exercise: Llama 2 70B's shape (80 layers, 64 query heads of
+# size 128, 8 key/value heads), bfloat16 (2 bytes a number), sequences of KV_TOKENS, and
+# KV_BUDGET bytes of GPU memory left for the cache.
+KV_MODEL = {"n_layer": 80, "n_head": 64, "n_embd": 8192, "n_kv_heads": 8}
+KV_TOKENS = 4096
 KV_BYTES = 2
+KV_BUDGET = 90 * 2**30
 
 
 # ---- predict: a shift of every feature -----------------------------------------------------
@@ -148,7 +151,9 @@ def _rope_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
     "T-1: rotary positions in the rotate-half convention of GPT-NeoX and Hugging Face's "
     "Llama, where feature i (i < hs/2) and feature i + hs/2 form pair i, the real and "
     "imaginary parts of one complex number, turned by the angle m * theta_i at position m, "
-    "theta_i = base^(-2i/hs). Return a new tensor of x's shape. Answer with the function.",
+    "theta_i = base^(-2i/hs). Return a new tensor of x's shape, without the package's "
+    "apply_rope or rope_angles. Answer with the function.",
+    forbid=("minitx.nn.rope.apply_rope", "minitx.nn.rope.rope_angles"),
 )
 def _rope_half(answer: Any) -> str | None:
     return compare(
@@ -165,38 +170,58 @@ def _rope_half(answer: Any) -> str | None:
 # ---- compute: the KV cache of a grouped-query model ----------------------------------------
 
 
-def kv_cache_mib() -> float:
-    """The KV cache of :data:`KV_MODEL` for :data:`KV_TOKENS` tokens, in MiB (2^20 bytes)."""
+def kv_sequence_bytes() -> tuple[int, int]:
+    """The cache of one sequence of :data:`KV_TOKENS` in bytes: (with a key/value head per
+    query head, with :data:`KV_MODEL`'s key/value heads)."""
     from minitx.nn.gpt import GPTConfig, kv_cache_numel
 
-    config = GPTConfig(vocab_size=1, block_size=KV_TOKENS, **KV_MODEL)
-    return kv_cache_numel(config, KV_TOKENS) * KV_BYTES / 2**20
+    sizes = []
+    for kv_heads in (KV_MODEL["n_head"], KV_MODEL["n_kv_heads"]):
+        config = GPTConfig(vocab_size=1, block_size=KV_TOKENS,
+                           **{**KV_MODEL, "n_kv_heads": kv_heads})
+        sizes.append(kv_cache_numel(config, KV_TOKENS) * KV_BYTES)
+    return sizes[0], sizes[1]
+
+
+def kv_sequences() -> tuple[int, int]:
+    """How many whole sequences fit in :data:`KV_BUDGET` bytes of cache, in the two cases of
+    :func:`kv_sequence_bytes`."""
+    every_head, grouped = kv_sequence_bytes()
+    return KV_BUDGET // every_head, KV_BUDGET // grouped
 
 
 @compute(
     "11.kv_cache",
-    "A model has 32 layers, 32 query heads of size 128 and 8 key/value heads, and keeps its "
-    "KV cache in bfloat16 (2 bytes a number). How many MiB (2^20 bytes) does the cache of "
-    "one sequence of 3000 tokens take? Answer with a float.",
-    expect=(int, float),
-    expected="a number of MiB",
+    "A model has 80 layers and 64 query heads of size 128 (the shape of Llama 2 70B), and "
+    "keeps its KV cache in bfloat16 (2 bytes a number). Its GPUs have 90 GiB (90 x 2^30 "
+    "bytes) left for the cache. How many whole sequences of 4,096 tokens fit at once (a) "
+    "with a key/value head for every query head, (b) with 8 key/value heads, as Llama 2 70B "
+    "has? Answer with a pair (a, b).",
+    expect=(tuple, list),
+    expected="a pair of whole numbers (a, b)",
 )
-def _kv_cache(answer: float) -> str | None:
-    want = kv_cache_mib()
-    if abs(answer - want) < 0.5:
-        return None
-    close = lambda value: abs(answer - value) < 0.01 * value
-    heads = KV_MODEL["n_head"] / KV_MODEL["n_kv_heads"]
-    if close(want * heads):
-        return "that is the cache with a key and a value for every query head: count KV heads"
-    if close(want / 2):
-        return "each layer keeps a key and a value for every position and key/value head"
-    if close(want * 2):
-        return "bfloat16 takes 2 bytes a number, not 4"
-    if close(want * 2**20 / 1e6):
-        return "that is in millions of bytes (MB): a MiB is 2^20 = 1,048,576 bytes"
-    return ("count the numbers first: a key and a value, per layer, per key/value head, per "
-            "position, each as long as a head; then bytes, then MiB")
+def _kv_cache(answer: tuple[int, int]) -> str | None:
+    numbers = [a for a in answer if isinstance(a, int | float) and not isinstance(a, bool)]
+    if len(answer) != 2 or len(numbers) != 2:
+        return f"answer with a pair of whole numbers (a, b), got {answer!r}"
+    if any(a != int(a) for a in numbers):
+        return "count whole sequences: a sequence whose cache does not fit in full does not fit"
+    got, (a, b) = (int(numbers[0]), int(numbers[1])), kv_sequences()
+    hints = {
+        (a, b): None,
+        (b, a): "swapped: fewer key/value heads make each cache smaller, so more fit",
+        (a, a): "(b) keeps keys and values for 8 heads, not for all 64",
+        (b, b): "(a) keeps a key and a value for every one of the 64 heads",
+        (2 * a, 2 * b): "each layer keeps a key and a value for every position and head",
+        (a // 2, b // 2): "bfloat16 takes 2 bytes a number, not 4",
+        tuple(90 * 10**9 // size for size in kv_sequence_bytes()):
+            "90 GiB is 90 x 2^30 bytes, not 90 x 10^9",
+    }
+    if got in hints:
+        return hints[got]
+    return ("work out one sequence's cache first: a key and a value, per layer, per key/value "
+            "head, per token, each as long as a head, at 2 bytes a number; then how many of "
+            "those fit in 90 x 2^30 bytes")
 
 
 # ---- open question -------------------------------------------------------------------------
@@ -204,7 +229,7 @@ def _kv_cache(answer: float) -> str | None:
 
 think(
     "11.small_scale",
-    "At 2 layers x 64 wide and a few hundred steps, some swaps in this notebook made no "
+    "At 2 layers x 64 wide and 150 steps, some swaps in this notebook made no "
     "difference that the seeds could separate. Give two reasons why the same swap could "
     "matter in a model of 7 billion parameters trained on a trillion tokens, and for one of "
     "them an experiment you could run on a laptop to test it.",
@@ -222,7 +247,8 @@ teaching_notes(
         "what that buys when the context grows past the training length.",
         "Run an ablation that swaps one piece at a time with several seeds, and conclude "
         "only what the spread supports.",
-        "Compute the KV cache of a grouped-query model from its configuration.",
+        "Work out from a configuration how many sequences a KV-cache budget holds, with "
+        "and without grouped heads.",
     ),
     misconceptions=(
         "Every piece of the modern block makes a small model better; at this size several "
