@@ -544,3 +544,33 @@ def test_a_forbidden_package_function_is_found_wherever_the_answer_names_it():
     assert forbidden_call(answers.solution("11.rope_half"), forbid) is None
     result = check("11.rope_half", by_attribute, quiet=True)
     assert not result.ok and "package's own apply_rope" in result.message
+
+
+def test_a_forbidden_package_function_is_refused_however_the_answer_reaches_it():
+    """What the code does not name, the run shows: an alias, getattr, or another package
+    function that calls apply_rope; afterwards every binding is the package's own again."""
+    import torch
+
+    import minitx.nn.rope
+    from minitx.course.exercises import nb11
+    from minitx.nn import apply_rope
+
+    turn = apply_rope
+    order = lambda x: torch.arange(x.size(-1)).view(2, -1).T.flatten()
+
+    def by_alias(x, base=10000.0):
+        return turn(x[..., order(x)], base)[..., order(x).argsort()]
+
+    def by_getattr(x, base=10000.0):
+        rotate = getattr(minitx.nn.rope, "apply" + "_rope")
+        return rotate(x[..., order(x)], base)[..., order(x).argsort()]
+
+    def by_the_checkers_reference(x, base=10000.0):
+        y = nb11.rope_half_reference(x, base)
+        return y
+
+    for answer in (by_alias, by_getattr, by_the_checkers_reference):
+        result = check("11.rope_half", answer, quiet=True)
+        assert not result.ok and "package's own apply_rope" in result.message, answer.__name__
+    assert minitx.nn.rope.apply_rope is apply_rope and minitx.nn.apply_rope is apply_rope
+    assert check("11.rope_half", answers.solution("11.rope_half"), quiet=True).ok

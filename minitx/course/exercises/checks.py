@@ -31,6 +31,7 @@ from torch import Tensor
 from minitx.course.exercises import call_learner, exercise
 from minitx.course.exercises.guard import (
     forbidden_call,
+    forbidding,
     package_function,
     wrapped_package_function,
 )
@@ -139,8 +140,9 @@ def implement(
     """Register the decorated checker as the ``implement`` exercise ``name``. An answer
     that is not a function, that is one of the package's own functions (which the notebook
     may have imported), or that only calls one, gets a hint before the checker runs; so
-    does one that uses any of ``forbid`` (dotted paths of the package functions that
-    already do the exercise's work) anywhere in its code."""
+    does one that names any of ``forbid`` (dotted paths of the package functions that
+    already do the exercise's work) anywhere in its code, and one that calls any of them
+    while the checker runs it (:func:`~minitx.course.exercises.guard.forbidding`)."""
 
     def guard(answer: Any) -> str | None:
         if not callable(answer):
@@ -156,7 +158,21 @@ def implement(
             return f"that uses the package's own {used}: write the steps without it"
         return None
 
-    return _guarded(name, prompt, "implement", guard)
+    def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+        def check_answer(answer: Any) -> str | None:
+            hint = guard(answer)
+            if hint is not None or not forbid:
+                return hint or checker(answer)
+            used: list[str] = []
+            hint = checker(forbidding(answer, forbid, used))
+            if used:
+                return f"that uses the package's own {used[0]}: write the steps without it"
+            return hint
+
+        exercise(name, prompt, kind="implement")(check_answer)
+        return checker
+
+    return register
 
 
 def compute(

@@ -23,6 +23,7 @@ import linecache
 import sys
 import textwrap
 import types
+from collections.abc import Callable
 from typing import Any
 
 
@@ -188,4 +189,52 @@ def forbidden_call(answer: Any, forbidden: tuple[str, ...]) -> str | None:
     return None
 
 
-__all__ = ["forbidden_call", "package_function", "wrapped_package_function"]
+def forbidding(answer: Callable[..., Any], forbidden: tuple[str, ...],
+               used: list[str]) -> Callable[..., Any]:
+    """``answer``, run so that the functions in ``forbidden`` (dotted paths) raise while it
+    runs, however it reaches them (an alias, a closure, ``getattr``, another package
+    function that calls them); each one it calls is appended to ``used``. What
+    :func:`forbidden_call` cannot see in the code, this sees when the code runs."""
+    originals = {}
+    for path in forbidden:
+        module, _, name = path.rpartition(".")
+        originals[name] = getattr(importlib.import_module(module), name)
+
+    def stand_in(name: str) -> Callable[..., Any]:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            used.append(name)
+            raise RuntimeError(f"the package's own {name} is not allowed here")
+
+        return refuse
+
+    @functools.wraps(answer)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        namespaces = [vars(m) for n, m in list(sys.modules.items())
+                      if m is not None and (n == "minitx" or n.startswith("minitx."))]
+        namespaces.append(getattr(_unwrap(answer), "__globals__", {}))
+        patched = []
+        for namespace in namespaces:
+            for key, value in list(namespace.items()):
+                for name, original in originals.items():
+                    if value is original:
+                        patched.append((namespace, key, value))
+                        namespace[key] = stand_in(name)
+        cells = []
+        for cell in getattr(_unwrap(answer), "__closure__", None) or ():
+            for name, original in originals.items():
+                with contextlib.suppress(ValueError):  # an empty cell
+                    if cell.cell_contents is original:
+                        cells.append((cell, original))
+                        cell.cell_contents = stand_in(name)
+        try:
+            return answer(*args, **kwargs)
+        finally:
+            for namespace, key, value in reversed(patched):
+                namespace[key] = value
+            for cell, original in cells:
+                cell.cell_contents = original
+
+    return run
+
+
+__all__ = ["forbidden_call", "forbidding", "package_function", "wrapped_package_function"]

@@ -238,7 +238,7 @@ think(
 
 teaching_notes(
     "11",
-    70,
+    85,
     "shift rope_half kv_cache small_scale",
     goals=(
         "Write RMSNorm, rotary positions, SwiGLU and grouped-query attention from their "
