@@ -176,3 +176,51 @@ def test_readme_quotes_the_cpu_recipe_record(cpu_recipe: dict) -> None:
         row = cpu_recipe_row(condition, summary, cpu_recipe["reference_cap_s"])
         assert row in readme.splitlines(), condition
     assert f"({cpu_recipe['machine']}, torch {cpu_recipe['torch']}, {cpu_recipe['date']})" in readme
+
+
+# ---------------------------------------------------------------- the modern block at the cpu preset
+
+
+def _bench_modern_arch():
+    """benchmarks/bench_modern_arch.py as a module (the benchmarks are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_modern_arch", ROOT / "benchmarks" / "bench_modern_arch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def modern_arch_sentence(record: dict, bench) -> str:
+    """What README.md says of benchmarks/results/modern_arch.json."""
+    v = bench.verdict(record["rows"])
+    gpt2, modern = v["gpt2"], v["modern"]
+    return (
+        f"the modern block's mean validation loss is {modern['mean_loss']:.4f} (spread "
+        f"{modern['spread']:.4f}) against the GPT-2 block's {gpt2['mean_loss']:.4f} (spread "
+        f"{gpt2['spread']:.4f}), in {v['slower']:.2f}x its time: "
+        + ("a preset is earned" if v["modern_wins"] else "no preset is earned")
+    )
+
+
+def test_the_modern_arch_record_is_three_full_seeds_of_each_and_readme_quotes_it() -> None:
+    record = json.loads((RESULTS / "modern_arch.json").read_text())
+    bench = _bench_modern_arch()
+    rows = record["rows"]
+    assert [(r["arch"], r["seed"]) for r in rows] == [
+        (arch, seed) for seed in bench.SEEDS for arch in bench.ARCHS]
+    assert all(r["steps"] == 520 for r in rows)  # the cpu preset's whole length
+    readme = (ROOT / "README.md").read_text()
+    assert modern_arch_sentence(record, bench) in " ".join(readme.split())
+    # README: "every modern seed ended below every GPT-2 seed, but by less than three spreads"
+    loss = {a: [r["val_loss"] for r in rows if r["arch"] == a] for a in bench.ARCHS}
+    assert max(loss["modern"]) < min(loss["gpt2"]) and not bench.verdict(rows)["modern_wins"]
+    assert f"({record['machine']}, torch {record['torch']}, {record['date']}" in readme
+    # the rule itself: a win needs a gap beyond 3 spreads and at most 10% more time
+    fake = [{"arch": a, "val_loss": loss, "wall_s": 10.0}
+            for a, losses in (("gpt2", (2.0, 2.01, 2.02)), ("modern", (1.9, 1.91, 1.92)))
+            for loss in losses]
+    assert bench.verdict(fake)["modern_wins"]
+    fake[3:] = [{**r, "val_loss": r["val_loss"] + 0.05} for r in fake[3:]]
+    assert not bench.verdict(fake)["modern_wins"]
