@@ -178,7 +178,7 @@ def test_readme_quotes_the_cpu_recipe_record(cpu_recipe: dict) -> None:
     assert f"({cpu_recipe['machine']}, torch {cpu_recipe['torch']}, {cpu_recipe['date']})" in readme
 
 
-# ---------------------------------------------------------------- the modern block at the cpu preset
+# ------------------------------------------------------------ the modern block, cpu preset
 
 
 def _bench_modern_arch():
