@@ -238,7 +238,7 @@ think(
 
 teaching_notes(
     "11",
-    85,
+    75,
     "shift rope_half kv_cache small_scale",
     goals=(
         "Write RMSNorm, rotary positions, SwiGLU and grouped-query attention from their "
