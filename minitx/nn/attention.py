@@ -382,25 +382,15 @@ def check_past(past: tuple[Tensor, Tensor], B: int, n_heads: int, d_head: int,
     k, v = past
     expected = (B, n_heads, k.size(2) if k.dim() == 4 else "P", d_head)
     if k.dim() != 4 or tuple(k.shape) != expected or v.shape != k.shape:
-        raise ValueError(
-            f"past keys and values must both be (B, heads, P, head size) = {expected}, got "
-            f"k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
+        raise ValueError(f"past keys and values must both be (B, heads, P, head size) = "
+                         f"{expected}, got k {tuple(k.shape)} and v {tuple(v.shape)}")
     if k.dtype != x.dtype or k.device != x.device:
-        raise ValueError(
-            f"past must have the dtype and device of x ({x.dtype}, {x.device}), got "
-            f"{k.dtype} on {k.device}"
-        )
+        raise ValueError(f"past must have the dtype and device of x ({x.dtype}, {x.device}), "
+                         f"got {k.dtype} on {k.device}")
     return k.size(2)
 
 
 __all__ = [
-    "AdditiveAttention",
-    "DotProductAttention",
-    "MultiHeadAttention",
-    "check_past",
-    "masked_softmax",
-    "merge_heads",
-    "scaled_dot_product_attention",
-    "split_heads",
+    "AdditiveAttention", "DotProductAttention", "MultiHeadAttention", "check_past",
+    "masked_softmax", "merge_heads", "scaled_dot_product_attention", "split_heads",
 ]

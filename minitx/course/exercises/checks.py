@@ -31,8 +31,8 @@ from torch import Tensor
 from minitx.course.exercises import call_learner, exercise
 from minitx.course.exercises.guard import (
     forbidden_call,
-    forbidding,
     package_function,
+    run_forbidding,
     wrapped_package_function,
 )
 
@@ -119,14 +119,15 @@ def predict(
 
 
 def _guarded(
-    name: str, prompt: str, kind: str, guard: Callable[[Any], Any]
+    name: str, prompt: str, kind: str, guard: Callable[[Any], Any], forbid: tuple[str, ...] = ()
 ) -> Callable[[Callable[[Any], str | None]], Callable[[Any], str | None]]:
     """Register the decorated checker as the ``kind`` exercise ``name``; an answer for which
-    ``guard`` gives a hint gets it before the checker runs."""
+    ``guard`` gives a hint gets it before the checker runs, which runs it with the package
+    functions in ``forbid`` disabled (:func:`~minitx.course.exercises.guard.run_forbidding`)."""
 
     def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
         def check_answer(answer: Any) -> str | None:
-            return guard(answer) or checker(answer)
+            return guard(answer) or run_forbidding(checker, answer, forbid)
 
         exercise(name, prompt, kind=kind)(check_answer)
         return checker
@@ -158,21 +159,7 @@ def implement(
             return f"that uses the package's own {used}: write the steps without it"
         return None
 
-    def register(checker: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-        def check_answer(answer: Any) -> str | None:
-            hint = guard(answer)
-            if hint is not None or not forbid:
-                return hint or checker(answer)
-            used: list[str] = []
-            hint = checker(forbidding(answer, forbid, used))
-            if used:
-                return f"that uses the package's own {used[0]}: write the steps without it"
-            return hint
-
-        exercise(name, prompt, kind="implement")(check_answer)
-        return checker
-
-    return register
+    return _guarded(name, prompt, "implement", guard, forbid)
 
 
 def compute(

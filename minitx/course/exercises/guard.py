@@ -237,4 +237,16 @@ def forbidding(answer: Callable[..., Any], forbidden: tuple[str, ...],
     return run
 
 
-__all__ = ["forbidden_call", "forbidding", "package_function", "wrapped_package_function"]
+def run_forbidding(checker: Callable[[Any], str | None], answer: Any,
+                   forbidden: tuple[str, ...]) -> str | None:
+    """``checker(answer)``, with the functions in ``forbidden`` disabled while ``answer``
+    runs (:func:`forbidding`): the checker's hint, or a refusal if the answer used one."""
+    if not forbidden or not callable(answer):
+        return checker(answer)
+    used: list[str] = []
+    hint = checker(forbidding(answer, forbidden, used))
+    return f"that uses the package's own {used[0]}: write the steps without it" if used else hint
+
+
+__all__ = ["forbidden_call", "forbidding", "package_function", "run_forbidding",
+           "wrapped_package_function"]
