@@ -165,6 +165,15 @@ def wrapped_package_function(answer: Any) -> str | None:
     return None
 
 
+def _functions(paths: tuple[str, ...]) -> dict[str, Any]:
+    """The package functions at ``paths`` ("minitx.nn.rope.apply_rope"), by name."""
+    found = {}
+    for path in paths:
+        module, _, name = path.rpartition(".")
+        found[name] = getattr(importlib.import_module(module), name)
+    return found
+
+
 def forbidden_call(answer: Any, forbidden: tuple[str, ...]) -> str | None:
     """The first of ``forbidden`` (dotted paths of minitx functions, such as
     ``"minitx.nn.rope.apply_rope"``) that ``answer``'s code names anywhere: as a global,
@@ -173,10 +182,7 @@ def forbidden_call(answer: Any, forbidden: tuple[str, ...]) -> str | None:
     fn = _unwrap(answer)
     if not isinstance(fn, types.FunctionType):
         return None
-    targets = {}
-    for path in forbidden:
-        module, _, name = path.rpartition(".")
-        targets[name] = getattr(importlib.import_module(module), name)
+    targets = _functions(forbidden)
     codes = [fn.__code__]
     while codes:
         code = codes.pop()
@@ -195,10 +201,7 @@ def forbidding(answer: Callable[..., Any], forbidden: tuple[str, ...],
     runs, however it reaches them (an alias, a closure, ``getattr``, another package
     function that calls them); each one it calls is appended to ``used``. What
     :func:`forbidden_call` cannot see in the code, this sees when the code runs."""
-    originals = {}
-    for path in forbidden:
-        module, _, name = path.rpartition(".")
-        originals[name] = getattr(importlib.import_module(module), name)
+    originals = _functions(forbidden)
 
     def stand_in(name: str) -> Callable[..., Any]:
         def refuse(*args: Any, **kwargs: Any) -> Any:
