@@ -1,6 +1,7 @@
 """Muon: momentum whose update is orthogonalised, for the hidden matrices of a network.
 
-    orthogonalize   k Newton-Schulz steps on a stack of matrices at once (bfloat16)
+    orthogonalize   k Newton-Schulz steps on a stack of matrices at once
+    ortho_dtype     the dtype it iterates in where it runs: bfloat16 where that is fast
     scaled_lr       the rate a matrix of a given shape steps at
     Muon            the optimizer: ``torch.optim.Muon``'s update, with the matrices of one
                     shape orthogonalised together
@@ -27,6 +28,8 @@ optimizer loads the other's ``state_dict``.
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -35,6 +38,51 @@ from torch import Tensor
 
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # Keller Jordan's quintic, torch.optim.Muon's
 ADJUST_LR_FNS = (None, "original", "match_rms_adamw")
+ORTHO_DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+_CHOSEN: dict[str, torch.dtype] = {}
+
+
+def _seconds(dtype: torch.dtype, X: Tensor) -> float:
+    """The fastest of three runs of one Newton-Schulz step on ``X`` in ``dtype``."""
+    X = X.to(dtype)
+    times = []
+    for _ in range(4):
+        start = time.perf_counter()
+        A = X @ X.mT
+        torch.baddbmm(X, torch.baddbmm(A, A, A), X)
+        times.append(time.perf_counter() - start)
+    return min(times[1:])  # the first run warms up
+
+
+def ortho_dtype(device: torch.device | str = "cpu") -> torch.dtype:
+    """The dtype :func:`orthogonalize` iterates in on ``device``: bfloat16 where its matrix
+    products are fast, else float32. Chosen once per process and device type.
+
+    ``MINITX_MUON_DTYPE=bfloat16|float32`` forces a choice. A GPU takes bfloat16, as
+    ``torch.optim.Muon`` does, if it supports it. A CPU is *timed*: one Newton-Schulz step
+    on a (4, 128, 512) stack in each dtype (a few milliseconds), and bfloat16 only if it is
+    faster. Capability flags cannot tell: a CPU without bfloat16 instructions (most
+    laptops: AVX2, no AVX-512) runs bfloat16 products 10-20x slower than float32, and one
+    with AVX-512 but no AVX512_BF16 reports bfloat16 support and still runs them about 2x
+    slower. The iteration's result differs between the two dtypes only by rounding.
+    """
+    kind = torch.device(device).type
+    forced = os.environ.get("MINITX_MUON_DTYPE", "")
+    if forced:
+        if forced not in ORTHO_DTYPES:
+            raise ValueError(f"MINITX_MUON_DTYPE must be one of {sorted(ORTHO_DTYPES)}, "
+                             f"got {forced!r}")
+        return ORTHO_DTYPES[forced]
+    if kind not in _CHOSEN:
+        if kind == "cuda":
+            fast = torch.cuda.is_bf16_supported(including_emulation=False)
+        elif kind == "cpu":
+            X = torch.randn(4, 128, 512, generator=torch.Generator().manual_seed(0)) / 64
+            fast = _seconds(torch.bfloat16, X) < _seconds(torch.float32, X)
+        else:
+            fast = True
+        _CHOSEN[kind] = torch.bfloat16 if fast else torch.float32
+    return _CHOSEN[kind]
 
 
 def orthogonalize(
@@ -42,8 +90,10 @@ def orthogonalize(
     coefficients: tuple[float, float, float] = NS_COEFFICIENTS,
     steps: int = 5,
     eps: float = 1e-7,
+    dtype: torch.dtype | None = None,
 ) -> Tensor:
-    """The nearest orthogonal matrices to ``updates`` (k, m, n), approximately; bfloat16.
+    """The nearest orthogonal matrices to ``updates`` (k, m, n), approximately, in ``dtype``
+    (default: :func:`ortho_dtype` of their device).
 
     Each matrix is scaled to Frobenius norm 1 (so its largest singular value is at most
     1), then ``steps`` quintic Newton-Schulz iterations X <- aX + (bA + cA^2) X with
@@ -58,7 +108,7 @@ def orthogonalize(
     if isinstance(steps, bool) or not isinstance(steps, int) or not 0 <= steps < 100:
         raise ValueError(f"steps must be an int in [0, 100), got {steps!r}")
     a, b, c = coefficients
-    X = updates.bfloat16()
+    X = updates.to(dtype or ortho_dtype(updates.device))
     tall = X.size(1) > X.size(2)
     if tall:
         X = X.mT  # (k, n, m): iterate on the wide side
@@ -100,7 +150,8 @@ class Muon(torch.optim.Optimizer):
 
     Same arguments, defaults, ``param_groups`` settings and state (a ``momentum_buffer``
     per matrix) as ``torch.optim.Muon``, so either can resume the other's run, and the
-    same updates up to bfloat16 rounding (``tests/train/test_muon.py``).
+    same updates up to rounding (``tests/train/test_muon.py``); it orthogonalises in
+    :func:`ortho_dtype`.
 
     Args:
         params: matrices (m, n), or parameter groups of them.
@@ -170,4 +221,5 @@ class Muon(torch.optim.Optimizer):
         return loss
 
 
-__all__ = ["ADJUST_LR_FNS", "NS_COEFFICIENTS", "Muon", "orthogonalize", "scaled_lr"]
+__all__ = ["ADJUST_LR_FNS", "NS_COEFFICIENTS", "ORTHO_DTYPES", "Muon", "ortho_dtype",
+           "orthogonalize", "scaled_lr"]

@@ -8,7 +8,8 @@ same for the thread count alone. Nothing in the package changes torch's global s
 such a block, except ``minitx.course.notebook.setup_notebook``, whose job is to set up a notebook's
 session. :class:`DeferredInterrupt` and :class:`TerminateAsInterrupt` turn Ctrl-C and SIGTERM
 into a stop at the end of a training step; ``check_run_folder`` checks where a run will write
-before it starts, and ``describe`` says in one line where it computes.
+before it starts, ``describe`` says in one line where it computes, and ``cpu_capability``
+what kind of CPU a benchmark ran on.
 """
 
 from __future__ import annotations
@@ -43,6 +44,28 @@ class Runtime:
     num_threads: int
     shards: int = 1
     timed_shards: bool = False  # time shards against one thread (minitx.train.cpu_policy)
+
+
+def cpu_capability() -> dict[str, str | bool]:
+    """The CPU's kind, as a benchmark record names it: ``isa`` (the kernels torch picked:
+    "AVX512", "AVX2", "DEFAULT"...), ``bfloat16_native`` (the CPU has bfloat16 instructions:
+    AVX512_BF16 or AMX; None where /proc/cpuinfo is not there), the ``muon_dtype`` Muon
+    orthogonalises in here (:func:`minitx.train.muon.ortho_dtype`), and ``model``."""
+    from minitx.train.muon import ortho_dtype
+
+    flags, model = None, ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "flags" and flags is None:
+                flags = set(value.split())
+            elif key.strip() == "model name" and not model:
+                model = value.strip()
+    native = None if flags is None else bool(flags & {"avx512_bf16", "amx_bf16"})
+    if native and os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() in ("AVX2", "AVX", "SSE41"):
+        native = False  # oneDNN was told not to use them
+    return {"isa": torch.backends.cpu.get_cpu_capability(), "bfloat16_native": native,
+            "muon_dtype": str(ortho_dtype("cpu")).removeprefix("torch."), "model": model}
 
 
 def available_cpus() -> int:
@@ -331,6 +354,7 @@ __all__ = [
     "autocast",
     "available_cpus",
     "check_run_folder",
+    "cpu_capability",
     "cpu_threads",
     "describe",
     "plan_runtime",

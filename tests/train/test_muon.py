@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from minitx.train.muon import Muon, orthogonalize, scaled_lr
+from minitx.train import muon
+from minitx.train.muon import Muon, ortho_dtype, orthogonalize, scaled_lr
 
 COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # torch.optim.Muon's defaults
 
@@ -28,13 +29,80 @@ def torch_newton_schulz(matrix, coefficients, steps, eps):
 SHAPES = [(16, 8)] * 3 + [(8, 24)] * 3 + [(12, 12)] * 2 + [(5, 7)]
 
 
+DTYPES = [torch.bfloat16, torch.float32]
+
+
+def newton_schulz_float64(g, coefficients=COEFFICIENTS, steps=5, eps=1e-7):
+    """The same iteration in float64, matrix by matrix, written out."""
+    a, b, c = coefficients
+    out = []
+    for m in g.double():
+        X = m.mT if m.size(0) > m.size(1) else m
+        X = X / X.norm().clamp(min=eps)
+        for _ in range(steps):
+            A = X @ X.mT
+            X = a * X + (b * A + c * A @ A) @ X
+        out.append(X.mT if m.size(0) > m.size(1) else X)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(3, 24, 8), (3, 8, 24), (2, 12, 12), (1, 5, 7)])
-def test_orthogonalize_is_torch_muons_iteration_matrix_by_matrix(shape):
+def test_orthogonalize_is_torch_muons_iteration_matrix_by_matrix(shape, dtype):
     g = torch.randn(shape, generator=torch.Generator().manual_seed(0))
-    ours = orthogonalize(g)
-    assert ours.shape == g.shape and ours.dtype == torch.bfloat16
+    ours = orthogonalize(g, dtype=dtype)
+    assert ours.shape == g.shape and ours.dtype == dtype
     theirs = torch.stack([torch_newton_schulz(m, COEFFICIENTS, 5, 1e-7) for m in g])
-    torch.testing.assert_close(ours, theirs)  # bfloat16 tolerances
+    exact = newton_schulz_float64(g)
+    if dtype == torch.bfloat16:
+        torch.testing.assert_close(ours, theirs)  # bfloat16 tolerances
+    else:  # float32's rounding of the same arithmetic, and closer to it than bfloat16 is
+        torch.testing.assert_close(ours.double(), exact, rtol=1e-4, atol=1e-5)
+        bf16_error = (theirs.double() - exact).abs().max()
+        assert (ours.double() - exact).abs().max() < bf16_error / 10
+
+
+def test_the_dtype_is_chosen_where_it_runs(monkeypatch):
+    """MINITX_MUON_DTYPE forces either choice; unforced, a CPU is timed once and keeps its
+    choice, and a bad value is named."""
+    for name, dtype in muon.ORTHO_DTYPES.items():
+        monkeypatch.setenv("MINITX_MUON_DTYPE", name)
+        assert ortho_dtype("cpu") == dtype
+        assert orthogonalize(torch.randn(2, 4, 6)).dtype == dtype
+    monkeypatch.setenv("MINITX_MUON_DTYPE", "float16")
+    with pytest.raises(ValueError, match=r"MINITX_MUON_DTYPE must be one of .*got 'float16'"):
+        ortho_dtype("cpu")
+    monkeypatch.delenv("MINITX_MUON_DTYPE")
+    monkeypatch.setattr(muon, "_CHOSEN", {})
+    timed = {}
+    for slow, fast in ((torch.bfloat16, torch.float32), (torch.float32, torch.bfloat16)):
+        monkeypatch.setattr(muon, "_CHOSEN", {})
+        monkeypatch.setattr(muon, "_seconds", lambda d, X, slow=slow: 1.0 if d == slow else 0.1)
+        timed[slow] = ortho_dtype("cpu")
+        assert timed[slow] == fast
+        monkeypatch.setattr(muon, "_seconds", lambda d, X: pytest.fail("timed twice"))
+        assert ortho_dtype("cpu") == fast  # chosen once per process
+
+
+def test_muon_in_float32_steps_as_torch_muon_does_within_bfloat16s_rounding(monkeypatch):
+    """torch.optim.Muon iterates in bfloat16: our float32 steps differ from its steps by no
+    more than its own steps differ from the same steps in float64."""
+    runs = {}
+    for dtype in ("float32", "torch", "float64"):
+        monkeypatch.setenv("MINITX_MUON_DTYPE", "float32")
+        params = [torch.nn.Parameter(p.detach().double() if dtype == "float64" else p.detach())
+                  for p in make_params()]
+        opt = (torch.optim.Muon if dtype == "torch" else Muon)(params, lr=0.05, momentum=0.9)
+        if dtype == "float64":  # the iteration itself in float64
+            monkeypatch.setattr(muon, "orthogonalize", lambda u, *a: newton_schulz_float64(u))
+        g = torch.Generator().manual_seed(5)
+        for _ in range(4):
+            step_with(opt, params, [torch.randn(s, generator=g).to(params[0].dtype)
+                                    for s in SHAPES])
+        runs[dtype] = torch.cat([p.detach().double().flatten() for p in params])
+    torch_error = (runs["torch"] - runs["float64"]).abs().max()
+    assert (runs["float32"] - runs["float64"]).abs().max() < torch_error / 10
+    assert (runs["float32"] - runs["torch"]).abs().max() <= 1.1 * torch_error
 
 
 @pytest.mark.parametrize("scale", [1e-4, 1.0, 1e3])
@@ -85,7 +153,8 @@ def groups(params, **settings) -> list[dict]:
              "weight_decay": 0.0}]
 
 
-def test_muon_steps_as_torch_muon_does():
+def test_muon_steps_as_torch_muon_does(monkeypatch):
+    monkeypatch.setenv("MINITX_MUON_DTYPE", "bfloat16")  # torch.optim.Muon's own dtype
     ours_p, theirs_p = make_params(), make_params()
     ours = Muon(groups(ours_p), lr=0.05, weight_decay=0.1, momentum=0.9)
     theirs = torch.optim.Muon(groups(theirs_p), lr=0.05, weight_decay=0.1, momentum=0.9)
@@ -103,7 +172,8 @@ def test_muon_steps_as_torch_muon_does():
                                    theirs.state[q]["momentum_buffer"], rtol=0, atol=1e-6)
 
 
-def test_either_muon_resumes_the_others_run():
+def test_either_muon_resumes_the_others_run(monkeypatch):
+    monkeypatch.setenv("MINITX_MUON_DTYPE", "bfloat16")
     params = make_params()
     theirs = torch.optim.Muon(params, lr=0.05)
     g = torch.Generator().manual_seed(3)
