@@ -32,6 +32,13 @@ alternately, three times each, timing the training steps only.
     python benchmarks/bench_cpu_recipe.py --record     # ... and write results/cpu_recipe.json
     python benchmarks/bench_cpu_recipe.py --record --resume   # only the conditions it lacks
     python benchmarks/bench_cpu_recipe.py --quick      # a smoke run: a few steps, once each
+    python benchmarks/bench_cpu_recipe.py --as-avx2 --record   # as on an AVX2 laptop
+
+The record names the CPU's kind (``minitx.train.runtime.cpu_capability``: the kernels'
+ISA, whether it has bfloat16 instructions, the dtype Muon orthogonalises in), since the
+preset's speed depends on it. ``--as-avx2`` runs every child with
+``ONEDNN_MAX_CPU_ISA=AVX2`` and ``ATEN_CPU_CAPABILITY=avx2``: a CPU with bfloat16
+instructions then computes as one without them (most laptops).
 
 A reference run still going after ``REFERENCE_CAP_S`` is stopped; its record says so,
 counts it at the cap (so a median over it is a lower bound) and scores the last
@@ -325,6 +332,8 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"keep the conditions {RECORD.name} already holds; run the rest")
     parser.add_argument("--conditions", nargs="+", choices=list(CONDITIONS),
                         default=list(CONDITIONS), metavar="CONDITION")
+    parser.add_argument("--as-avx2", action="store_true",
+                        help="run the children as on an AVX2 CPU without bfloat16")
     parser.add_argument("--child", choices=["reference", "policy"], help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=POLICY_STEPS, help=argparse.SUPPRESS)
@@ -342,12 +351,20 @@ def main(argv: list[str] | None = None) -> None:
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["MINITX_DEVICE"] = "cpu"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)])
+    if args.as_avx2:
+        env |= {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+    probe = subprocess.run(
+        [sys.executable, "-c", "import json; from minitx.train.runtime import cpu_capability; "
+         "print(json.dumps(cpu_capability()))"], env=env, capture_output=True, text=True,
+        check=True)
     reps = 1 if args.quick else 3
     steps = 6 if args.quick else POLICY_STEPS
     record = {
-        "command": "python benchmarks/bench_cpu_recipe.py --record",
+        "command": "python benchmarks/bench_cpu_recipe.py" + " --as-avx2" * args.as_avx2
+        + " --record",
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
+        "capability": json.loads(probe.stdout),
         "torch": torch.__version__,
         "target_loss": TARGET_LOSS,
         "policy_steps": POLICY_STEPS,

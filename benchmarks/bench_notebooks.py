@@ -4,8 +4,8 @@
     python benchmarks/bench_notebooks.py --record   # also write benchmarks/notebook_times.json
     python benchmarks/bench_notebooks.py --record 08   # re-time one notebook, keep the others
 
-The recorded times are what the teacher's guide (TEACHING.md, ``minitx guide``) quotes, with
-the machine they were measured on. Nothing is written into the notebooks.
+The recorded times are what the teacher's guide (instructor/TEACHING.md, ``minitx guide``)
+quotes, with the machine they were measured on. Nothing is written into the notebooks.
 """
 
 from __future__ import annotations

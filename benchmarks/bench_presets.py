@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="+", metavar="LABEL", help="run only these rows")
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--record", action="store_true",
-                        help=f"write the table to {RECORD.name} (README.md quotes it)")
+                        help=f"write the table to {RECORD.name} (docs/benchmarks.md quotes it)")
     args = parser.parse_args(argv)
 
     text = load_text("tinyshakespeare")

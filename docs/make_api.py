@@ -73,6 +73,7 @@ GROUPS = [
         ],
     ),
     ("The encoder-decoder transformer (10)", ["minitx.nn.encoder_decoder"]),
+    ("Tokenization (12)", ["minitx.data.bpe"]),
     (
         "The modern block (11)",
         ["minitx.nn.rmsnorm", "minitx.nn.rope", "minitx.nn.swiglu", "minitx.nn.grouped_attention",
@@ -84,7 +85,10 @@ GROUPS = [
         "Exercises and the teacher's tools",
         ["minitx.course.exercises", "minitx.course.exercises.checks",
          "minitx.course.exercises.answers", "minitx.course.exercises.guard",
-         "minitx.course.teacher", "minitx.course.editions", "minitx.course.site"],
+         "minitx.course.exercises.plain", "minitx.course.exercises.seal",
+         "minitx.course.exercises.grading", "minitx.course.exercises.review",
+         "minitx.course.teacher", "minitx.course.editions", "minitx.course.handout",
+         "minitx.course.site"],
     ),
 ]
 sys.path.insert(0, str(ROOT / "tests"))

@@ -6,6 +6,7 @@ and the teacher's solutions, progress and guide (:mod:`minitx.course.teacher`).
                   [--top-k 40] [--top-p 0.9] [--greedy] [--num-tokens 300] [--seed 0]
                   [--no-cache]
     minitx export --checkpoint runs/cpu/ckpt.pt --out data/minigpt_shakespeare.pt [--force]
+    minitx course [DIR] [--force]                       (the student edition, to open)
     minitx edition student --out DIR [--only 00 04]     (or instructor; see course.editions)
     minitx site --out DIR                               (the course site; see course.site)
 
@@ -62,8 +63,8 @@ def _fail(message: str | BaseException, status: int = EXIT_ERROR) -> int:
 # ---------------------------------------------------------------- argument parsing
 def build_parser() -> argparse.ArgumentParser:
     """The ``minitx`` argument parser (subcommands train, sample, export, and the teacher's
-    solutions, progress and guide, which :mod:`minitx.course.teacher` adds, and edition)."""
-    from minitx.course import editions, site, teacher
+    solutions, progress and guide, which :mod:`minitx.course.teacher` adds; course; edition)."""
+    from minitx.course import editions, handout, site, teacher
     from minitx.train.presets import ARCHS, preset_names
 
     parser = _Parser(prog="minitx", description="minitx: train and sample the course's Mini-GPT.")
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--dtype", default="float32", help="float32 (default), float16 or "
                         "bfloat16 for the weights (float32 again on load)")
     teacher.add_commands(sub)
+    handout.add_command(sub)
     editions.add_command(sub)
     site.add_command(sub)
     return parser
@@ -359,7 +361,7 @@ def _export(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``minitx`` command with ``argv`` (default ``sys.argv[1:]``); return the
     exit status: 0 ok, 1 error, 2 bad usage, 130 interrupted (Ctrl-C), 143 terminated."""
-    from minitx.course import editions, site, teacher
+    from minitx.course import editions, handout, site, teacher
     from minitx.train.runtime import TerminateAsInterrupt
 
     parser = build_parser()
@@ -372,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command in teacher.COMMANDS:
         return teacher.run(args)
+    if args.command == handout.COMMAND:
+        return handout.run(args)
     if args.command == editions.COMMAND:
         return editions.run(args)
     if args.command == "site":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from minitx.course.exercises import check
@@ -25,3 +27,13 @@ def assert_hint(name: str, answer: Any, capsys, hint: str | None = None) -> str:
         assert hint in result.message, result.message
     assert capsys.readouterr().out.strip() == result.message
     return result.message.removeprefix(prefix)
+
+
+def saved_notebook(path: Path, cells: list[str]) -> Path:
+    """A saved notebook of code cells, as a learner's would be, at ``path``."""
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": source} for source in cells],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path

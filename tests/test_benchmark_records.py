@@ -1,5 +1,5 @@
-"""The figures quoted in README.md and benchmarks/results/gpu.md are those of the runs
-recorded next to them (benchmarks/results/gpu_train.json for the GPU, gpt_step.log for the
+"""The figures quoted in docs/benchmarks.md and benchmarks/results/gpu.md are those of the
+runs recorded next to them (benchmarks/results/gpu_train.json for the GPU, gpt_step.log for the
 CPU training step), not numbers typed by hand."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "benchmarks.md"  # README links to it for the presets and measurements
 
 
 @pytest.fixture(scope="module")
@@ -32,21 +33,21 @@ def test_the_recorded_run_is_a_full_gpu_run_of_both_recipes(gpu_run: dict) -> No
     minitx, reference = gpu_run["models"]["minitx"], gpu_run["models"]["reference"]
     assert (minitx["steps"], reference["steps"]) == (3000, 5001)
     assert minitx["params"] == reference["params"] == 10_745_088
-    # the targets the README states: at most 1.47 within 3 minutes
+    # the targets docs/benchmarks.md states: at most 1.47 within 3 minutes
     assert minitx["val_loss_whole_split"] <= 1.47 and minitx["wall_s"] <= 180
 
 
-def test_readme_gpu_table_quotes_the_recorded_run(gpu_run: dict) -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_benchmarks_doc_gpu_table_quotes_the_recorded_run(gpu_run: dict) -> None:
+    doc = DOC.read_text()
     for row_start, name in [("| `minitx train --preset gpu`", "minitx"),
                             ("| nanoGPT's recipe, written out", "reference")]:
         run = gpu_run["models"][name]
-        _, loss, wall, tokens, memory = _table_row(readme, row_start)
+        _, loss, wall, tokens, memory = _table_row(doc, row_start)
         assert f"{run['val_loss_whole_split']:.4f}" in loss
         assert f"{run['wall_s']:.0f} s" in wall
         assert tokens == f"{run['train_tokens_per_s']:,.0f}"
         assert memory == f"{run['peak_mem_gib']:.2f} GiB"
-    preset_row = _table_row(readme, "| `gpu` |")
+    preset_row = _table_row(doc, "| `gpu` |")
     assert f"{gpu_run['models']['minitx']['val_loss_whole_split']:.4f}" in preset_row[-1]
     assert f"{gpu_run['models']['minitx']['wall_s']:.0f} s on an H100" in preset_row[-2]
 
@@ -67,16 +68,17 @@ def test_gpu_md_table_quotes_the_recorded_run(gpu_run: dict) -> None:
         assert format(reference[key], fmt) in theirs, (row_start, theirs)
 
 
-def test_readme_step_speedups_quote_the_recorded_cpu_runs() -> None:
-    """README's bench_gpt_step figures are the three runs in benchmarks/results/gpt_step.log."""
+def test_benchmarks_doc_step_speedups_quote_the_recorded_cpu_runs() -> None:
+    """docs/benchmarks.md's bench_gpt_step figures are the three runs in
+    benchmarks/results/gpt_step.log."""
     log = (RESULTS / "gpt_step.log").read_text()
     speedups = re.findall(r"minitx step vs reference: x(\d\.\d\d)", log)
     bought = re.findall(r"what the shards buy: x(\d\.\d\d)", log)
     assert len(speedups) == len(bought) == 3, (speedups, bought)
-    readme = " ".join((ROOT / "README.md").read_text().split())  # one line, single spaces
+    doc = " ".join(DOC.read_text().split())  # one line, single spaces
     assert (f"x{speedups[0]}, x{speedups[1]} and x{speedups[2]} the reference's tokens/s"
-            in readme)
-    assert f"the shards bought x{bought[0]}, x{bought[1]} and x{bought[2]}" in readme
+            in doc)
+    assert f"the shards bought x{bought[0]}, x{bought[1]} and x{bought[2]}" in doc
 
 
 def test_the_recorded_course_run_fits_the_budget() -> None:
@@ -98,7 +100,7 @@ def cpu_recipe() -> dict:
 
 
 def cpu_recipe_row(condition: str, summary: dict, cap_s: float) -> str:
-    """The README's row for one condition of benchmarks/results/cpu_recipe.json."""
+    """docs/benchmarks.md's row for one condition of benchmarks/results/cpu_recipe.json."""
     policy = summary["policy_median_train_s"]
     reference = [r for r in summary["runs"] if r["recipe"] == "reference"]
     stopped = [r for r in reference if r.get("stopped_at_cap")]
@@ -163,19 +165,19 @@ def test_the_cpu_recipe_record_is_a_full_run_and_its_summaries_follow_from_its_r
 def test_the_cpu_preset_beats_the_laptop_recipe_and_the_policy_holds_in_every_condition(
     cpu_recipe: dict,
 ) -> None:
-    """What README.md says of the record: the target met, the policy within 10% of the
+    """What docs/benchmarks.md says of the record: the target met, the policy within 10% of the
     better fixed choice, in each of the three conditions."""
     for name, condition in cpu_recipe["conditions"].items():
         assert condition["target_met"], name
         assert condition["default_vs_best_of_two"] <= 1.10, name
 
 
-def test_readme_quotes_the_cpu_recipe_record(cpu_recipe: dict) -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_benchmarks_doc_quotes_the_cpu_recipe_record(cpu_recipe: dict) -> None:
+    doc = DOC.read_text()
     for condition, summary in cpu_recipe["conditions"].items():
         row = cpu_recipe_row(condition, summary, cpu_recipe["reference_cap_s"])
-        assert row in readme.splitlines(), condition
-    assert f"({cpu_recipe['machine']}, torch {cpu_recipe['torch']}, {cpu_recipe['date']})" in readme
+        assert row in doc.splitlines(), condition
+    assert f"({cpu_recipe['machine']}, torch {cpu_recipe['torch']}, {cpu_recipe['date']})" in doc
 
 
 # ------------------------------------------------------------ the modern block, cpu preset
@@ -193,7 +195,7 @@ def _bench_modern_arch():
 
 
 def modern_arch_sentence(record: dict, bench) -> str:
-    """What README.md says of benchmarks/results/modern_arch.json."""
+    """What docs/benchmarks.md says of benchmarks/results/modern_arch.json."""
     v = bench.verdict(record["rows"])
     gpt2, modern = v["gpt2"], v["modern"]
     return (
@@ -204,19 +206,19 @@ def modern_arch_sentence(record: dict, bench) -> str:
     )
 
 
-def test_the_modern_arch_record_is_three_full_seeds_of_each_and_readme_quotes_it() -> None:
+def test_the_modern_arch_record_is_three_full_seeds_of_each_and_the_doc_quotes_it() -> None:
     record = json.loads((RESULTS / "modern_arch.json").read_text())
     bench = _bench_modern_arch()
     rows = record["rows"]
     assert [(r["arch"], r["seed"]) for r in rows] == [
         (arch, seed) for seed in bench.SEEDS for arch in bench.ARCHS]
     assert all(r["steps"] == 520 for r in rows)  # the cpu preset's whole length
-    readme = (ROOT / "README.md").read_text()
-    assert modern_arch_sentence(record, bench) in " ".join(readme.split())
-    # README: "every modern seed ended below every GPT-2 seed, but by less than three spreads"
+    doc = DOC.read_text()
+    assert modern_arch_sentence(record, bench) in " ".join(doc.split())
+    # the doc: "every modern seed ended below every GPT-2 seed, but by less than three spreads"
     loss = {a: [r["val_loss"] for r in rows if r["arch"] == a] for a in bench.ARCHS}
     assert max(loss["modern"]) < min(loss["gpt2"]) and not bench.verdict(rows)["modern_wins"]
-    assert f"({record['machine']}, torch {record['torch']}, {record['date']}" in readme
+    assert f"({record['machine']}, torch {record['torch']}, {record['date']}" in doc
     # the rule itself: a win needs a gap beyond 3 spreads and at most 10% more time
     fake = [{"arch": a, "val_loss": loss, "wall_s": 10.0}
             for a, losses in (("gpt2", (2.0, 2.01, 2.02)), ("modern", (1.9, 1.91, 1.92)))
@@ -224,3 +226,38 @@ def test_the_modern_arch_record_is_three_full_seeds_of_each_and_readme_quotes_it
     assert bench.verdict(fake)["modern_wins"]
     fake[3:] = [{**r, "val_loss": r["val_loss"] + 0.05} for r in fake[3:]]
     assert not bench.verdict(fake)["modern_wins"]
+
+
+# ------------------------------------------------------------ Muon's dtype on an AVX2 CPU
+
+
+def muon_dtype_row(label: str, summary: dict) -> str:
+    """The row of docs/benchmarks.md's Muon table for one dtype, from the record."""
+    import statistics
+
+    loss = statistics.median(summary["val_loss"])
+    return f"| {label} | {summary['median_tokens_per_s']:.0f} | {loss:.4f} |"
+
+
+def test_the_muon_dtype_record_is_an_avx2_run_and_the_doc_quotes_it() -> None:
+    import statistics
+
+    record = json.loads((ROOT / "benchmarks" / "results" / "muon_dtype.json").read_text())
+    capability = record["capability"]
+    assert record["as_avx2"] and capability["isa"] == "AVX2"
+    assert capability["bfloat16_native"] is False and capability["muon_dtype"] == "float32"
+    runs = record["dtypes"]
+    for summary in runs.values():
+        assert len(summary["runs"]) == 3
+        assert summary["median_tokens_per_s"] == statistics.median(
+            r["tokens_per_s"] for r in summary["runs"])
+    ratio = runs["float32"]["median_tokens_per_s"] / runs["bfloat16"]["median_tokens_per_s"]
+    assert record["float32_over_bfloat16"] == pytest.approx(ratio)
+    assert ratio > 2  # the reason for the change
+    doc = " ".join(DOC.read_text().split())
+    table = DOC.read_text().splitlines()
+    assert muon_dtype_row("bfloat16 (the dtype before this change)", runs["bfloat16"]) in table
+    assert muon_dtype_row("float32 (what `ortho_dtype` picks there)", runs["float32"]) in table
+    assert f"Float32 trains {ratio:.1f}x as many tokens a second" in doc
+    assert (f"({capability['isa']} kernels, bfloat16 instructions: no; {capability['model']}, "
+            f"{record['cpus']} CPUs, torch {record['torch']}, {record['date']})") in doc

@@ -3,16 +3,18 @@
 The wheel is built from a copy of what it is made of (pyproject.toml, README.md, LICENSE,
 minitx/), so that nothing else in the checkout can leak in. Then:
 
-* the wheel holds the shipped checkpoints, and no solution and no model answer: every
-  answer text of the instructor's key (``instructor/solutions/``) is searched for in every
-  file of the wheel;
+* the wheel holds the shipped checkpoints and the student edition of every notebook, and no
+  solution and no model answer: every answer text of the instructor's key
+  (``instructor/solutions/``) is searched for in every file of the wheel, in the text of
+  every notebook cell too;
 * it is installed into a fresh virtual environment (``torch==2.13.0``, as ``.ci/run``
   installs it: these machines hold a local CPU build), and from an empty folder, with no
   checkout on the path, minitx imports from that environment, finds its checkpoints and
   says that solutions ship only with the instructor's checkout;
-* student notebooks 00 and 04 (``$MINITX_WHEEL_NOTEBOOKS``: CI adds 08, the Mini-GPT)
-  run top to bottom in an empty folder, in a kernel of that environment, with the corpus
-  given only through ``MINITX_DATA``.
+* the learner's path: in an empty folder, the environment's ``minitx course`` writes every
+  student notebook, and 00 and 04 (``$MINITX_WHEEL_NOTEBOOKS``: CI adds 08, the Mini-GPT)
+  run top to bottom from there, in a kernel of that environment, with the corpus given only
+  through ``MINITX_DATA``.
 
 A fresh environment takes about a minute to install on the course's 2-core machine; the
 notebooks take about 20 s more. The environment is made once for the module.
@@ -35,6 +37,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from minitx.course import handout
 from minitx.course.exercises import answers, get, names
 from minitx.course.teacher import solution_text
 
@@ -42,6 +45,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "tinyshakespeare.txt"
+SOURCES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WHEEL_PARTS = ("pyproject.toml", "README.md", "LICENSE", "minitx")
 TORCH = "torch==2.13.0"  # what .ci/run installs
 # 00 and 04 in the suite; CI adds the Mini-GPT notebook (.ci/run sets the variable)
@@ -115,14 +119,24 @@ def secrets() -> dict[str, str]:
 
 
 def _haystacks(path: str, data: bytes) -> list[bytes]:
-    """What a file is searched in: its bytes and, for Python source, its string constants
-    (a model answer written as several literals side by side is one constant)."""
+    """What a file is searched in: its bytes; for Python source, its string constants (a
+    model answer written as several literals side by side is one constant); for a notebook,
+    the text of each cell's source and outputs (JSON stores it as escaped lines)."""
     found = [data]
     if path.endswith(".py"):
         tree = ast.parse(data)
         strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
                    and isinstance(n.value, str)]
         found.append("\n".join(strings).encode())
+    if path.endswith(".ipynb"):
+        def text(value: str | list[str]) -> str:
+            return value if isinstance(value, str) else "".join(value)
+
+        for cell in json.loads(data)["cells"]:
+            found.append(text(cell["source"]).encode())
+            for out in cell.get("outputs", []):
+                texts = [out.get("text", ""), *out.get("data", {}).values()]
+                found += [text(t).encode() for t in texts if isinstance(t, str | list)]
     return found
 
 
@@ -146,6 +160,11 @@ def test_the_search_finds_a_planted_solution_and_model_answer():
     }
     found = leaked({"04.attention": "    return Q @ K.T"}, planted)
     assert found == ["04.attention in minitx/x.py"]
+    cell = {"cell_type": "code", "source": ["def f(Q, K, V):\n", "    A = Q @ K.T\n",
+                                            "    return A @ V"], "outputs": []}
+    notebook = {"minitx/course/student/04_x.ipynb": json.dumps({"cells": [cell]}).encode()}
+    assert leaked({"04.attention": "    A = Q @ K.T\n    return A @ V"}, notebook) == [
+        "04.attention in minitx/course/student/04_x.ipynb"]  # found across the JSON's lines
     assert leaked({"04.why_scale": "No: once trained, the scores grow."}, planted) == [
         "04.why_scale in minitx/y.py"]
     assert leaked({"04.attention": "    return A @ V, A"}, planted) == []
@@ -160,6 +179,18 @@ def test_the_wheel_holds_no_solution_and_no_model_answer(wheel):
     assert set(implement) | set(think) <= set(texts)  # every code body and model answer
     assert leaked(texts, files) == []
     assert not [p for p in files if p.startswith("instructor")]
+
+
+def test_the_wheel_holds_the_student_edition_of_every_notebook(wheel):
+    """What ``minitx course`` writes out: the packaged copy (which
+    tests/course/test_handout.py keeps equal to a fresh build of notebooks/)."""
+    files = _files(wheel)
+    student = {p[len("minitx/course/student/"):]: data for p, data in files.items()
+               if p.startswith("minitx/course/student/")}
+    assert sorted(student) == [p.name for p in SOURCES]
+    assert all(data == (handout.PACKAGED / name).read_bytes() for name, data in student.items())
+    assert not [p for p in files if p.endswith(".ipynb") and not p.startswith(
+        "minitx/course/student/")]
 
 
 def test_the_wheel_holds_the_shipped_checkpoints_and_their_cards(wheel):
@@ -204,12 +235,72 @@ def test_the_installed_package_says_where_the_solutions_are(env_python, tmp_path
     assert "ship only with the instructor's checkout" in done.stderr
 
 
-def _student_notebooks(folder: Path) -> list[Path]:
-    """Student notebooks 00 and 04, written into the empty ``folder`` by the student
-    edition's builder."""
-    from minitx.course.editions import build_edition
+_TRUTH_HUNT = """
+import importlib, inspect, json, pkgutil, types
+import minitx.course.exercises as ex
+from minitx.course.exercises import check, get, names
 
-    return build_edition("student", folder, list(STUDENT_NOTEBOOKS))
+def no_arguments(fn):
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in params)
+
+offered, accepted, modules = 0, [], []
+for info in pkgutil.iter_modules(ex.__path__):
+    if info.name == "__main__":
+        continue  # the command line, not a module to import
+    module = importlib.import_module(f"{ex.__name__}.{info.name}")
+    modules.append(info.name)
+    own = info.name[2:] if info.name.startswith("nb") else None  # else shared by all
+    candidates = []
+    for key, value in vars(module).items():
+        if key.startswith("__") or isinstance(value, types.ModuleType):
+            continue
+        candidates.append(value)
+        if callable(value) and no_arguments(value):
+            try:
+                candidates.append(value())
+            except Exception:  # a callable that raises hands the student nothing
+                pass
+    for name in names():
+        if get(name).kind not in ("predict", "compute") or own not in (None, name[:2]):
+            continue
+        for value in candidates:
+            if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+                continue  # a prediction's choices: every choice, not one answer
+            offered += 1
+            if check(name, value, quiet=True).ok:
+                accepted.append(f"{info.name}.{name}: {value!r}"[:120])
+print(json.dumps({"offered": offered, "accepted": accepted, "modules": modules}))
+"""
+
+
+def test_no_function_or_value_of_the_installed_exercises_is_an_answer(env_python, tmp_path):
+    """Every exercise module of the wheel imported, every callable of it that takes no
+    argument called (private ones too), and every module-level value and result offered to
+    every predict and compute exercise: the checker accepts none."""
+    done = _run([str(env_python), "-c", _TRUTH_HUNT], timeout=600, cwd=tmp_path,
+                env=_clean_env())
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"nb01", "nb04", "nb11", "checks", "seal"} <= set(seen["modules"])
+    assert seen["offered"] > 500
+    assert seen["accepted"] == []
+
+
+def _write_course(python: Path, cwd: Path) -> list[Path]:
+    """The learner's step: the environment's ``minitx course course``, run in the empty
+    folder ``cwd``; the notebooks it wrote into ``cwd/course``."""
+    assert not list(cwd.iterdir())
+    command = python.parent / ("minitx.exe" if os.name == "nt" else "minitx")
+    done = _run([str(command), "course", "course"], timeout=120, cwd=cwd, env=_clean_env())
+    course = cwd / "course"
+    assert done.stdout.splitlines()[0] == f"wrote the course, {len(SOURCES)} notebooks, to course"
+    assert "jupyter lab course" in done.stdout and done.stderr == ""
+    assert sorted(p.name for p in cwd.iterdir()) == ["course"]
+    return sorted(course.iterdir())
 
 
 # Run after each notebook, in its kernel: where minitx and the corpus came from, and the
@@ -234,10 +325,15 @@ def _kernel(python: Path, jupyter_dir: Path) -> None:
     }), encoding="utf-8")
 
 
-@pytest.mark.skipif(not CORPUS.is_file(), reason=f"no corpus at {CORPUS} to hand the notebooks")
-def test_student_notebooks_run_from_an_empty_folder(env_python, tmp_path, monkeypatch, capsys):
-    course, data, jupyter = tmp_path / "course", tmp_path / "data", tmp_path / "jupyter"
-    course.mkdir()
+def test_the_course_command_writes_the_notebooks_that_run_from_an_empty_folder(
+        env_python, tmp_path, monkeypatch, capsys):
+    empty, data, jupyter = tmp_path / "empty", tmp_path / "data", tmp_path / "jupyter"
+    empty.mkdir()
+    written = _write_course(env_python, empty)
+    course = empty / "course"
+    assert [p.name for p in written] == [p.name for p in SOURCES]  # the notebooks alone
+    if not CORPUS.is_file():
+        pytest.skip(f"no corpus at {CORPUS} to hand the notebooks")
     data.mkdir()
     shutil.copy2(CORPUS, data / CORPUS.name)  # the offline copy, handed over by MINITX_DATA
     _kernel(env_python, jupyter)
@@ -245,9 +341,8 @@ def test_student_notebooks_run_from_an_empty_folder(env_python, tmp_path, monkey
         monkeypatch.setenv(key, value)
     for key in ("PYTHONPATH", answers.ENV):
         monkeypatch.delenv(key, raising=False)
-    paths = _student_notebooks(course)
+    paths = [p for p in written if p.name[:2] in STUDENT_NOTEBOOKS]
     assert sorted(p.name[:2] for p in paths) == sorted(STUDENT_NOTEBOOKS)
-    assert {p.parent for p in paths} == {course}
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(AFTER))

@@ -1,4 +1,5 @@
-"""The hosted-CI workflow a teacher's fork runs: it parses, and its steps are the README's."""
+"""The hosted-CI workflow a teacher's fork runs: it parses, and its steps are the README's
+(the learner's install, the developer's install and the test command) and docs/teaching.md's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "course.yml"
 README = (REPO / "README.md").read_text(encoding="utf-8")
+TEACHING = (REPO / "docs" / "teaching.md").read_text(encoding="utf-8")  # the teacher's path
 
 
 def readme_block(heading: str) -> list[str]:
@@ -71,13 +73,21 @@ def test_steps_are_the_readme_commands_in_order(steps: list[dict]) -> None:
     download = lines.index("python -m minitx.data download tinyshakespeare")
     assert torch_cpu < install < download < len(lines) - 1
     # The last step is the README's test command, exactly.
-    assert [lines[-1]] == readme_block("## Tests in one command")
+    assert [lines[-1]] == readme_block("### Tests in one command")
     assert "python -m minitx.data download tinyshakespeare" in README
-    # The README's setup installs the same package, and its teachers' section names the file.
-    assert readme_block("## Setup in one command") == ['python -m pip install -e ".[notebooks]"']
-    setup = README.split("\n## Setup in one command\n", 1)[1].split("\n## ", 1)[0]
-    assert 'python -m pip install -e ".[dev]"' in setup  # what CI installs
+    # The README's learner installs the same package (with the notebooks' extra, from the
+    # checkout or the index), writes the course and opens it; its developer installs what
+    # CI installs; the teachers' section (docs/teaching.md) names the file, and README too.
+    assert readme_block("## Take the course") == [
+        'python -m pip install "minitx[notebooks]"', "minitx course my-course",
+        "jupyter lab my-course"]
+    learner = README.split("\n## Take the course\n", 1)[1].split("\n## ", 1)[0]
+    assert 'python -m pip install ".[notebooks]"' in learner  # from a checkout
+    assert readme_block("## Developing") == ['python -m pip install -e ".[dev]"']  # what CI does
     assert ".github/workflows/course.yml" in README
+    assert ".github/workflows/course.yml" in TEACHING
+    assert 'python -m pip install -e ".[dev]"' in TEACHING.split(
+        "\n## The course's CI in your fork\n", 1)[1]
 
 
 def test_the_readme_torch_cpu_hint_matches_the_workflow(steps: list[dict]) -> None:

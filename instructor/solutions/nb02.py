@@ -1,15 +1,91 @@
-"""The instructor's answers to notebook 02's exercises."""
+"""The instructor's answers to notebook 02's exercises, computed with the package."""
 
 from __future__ import annotations
 
-import torch
+import math
 
-from minitx.course.exercises.nb02 import (
-    _lstm_params,
-    cnn_reach_truth,
-    forget_fraction,
-    hidden_size_truth,
-)
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minitx.course.gradients import gradient_norms_by_distance
+from minitx.nn.rnn import LSTM, RNN, LSTMCell
+
+LSTM_SIZES = (10, 20)  # input_size, hidden_size
+FORGET, STEPS = 0.9, 20
+HIDDEN_SIZES = (32, 256)
+CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
+
+
+def hidden_size_setup() -> tuple[torch.Tensor, dict[int, RNN]]:
+    """Random inputs (seed 9, (8, 61, 8) float64) and a default-initialised RNN of each hidden
+    size in HIDDEN_SIZES (seed 2), as the notebook's experiment builds them."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(9)
+        x = torch.randn(8, 61, 8, dtype=torch.float64)
+        models = {}
+        for H in HIDDEN_SIZES:
+            torch.manual_seed(2)
+            models[H] = RNN(8, H).double()
+    return x, models
+
+
+def hidden_size_factors() -> dict[int, float]:
+    """Per-step factor of ||d h_T / d x_t|| between distance 1 and 60, for each size."""
+    x, models = hidden_size_setup()
+    factors = {}
+    for H, rnn in models.items():
+        n = gradient_norms_by_distance(rnn, x)
+        factors[H] = (n[60] / n[1]).item() ** (1 / 59)
+    return factors
+
+
+def hidden_size_truth() -> str:
+    """'a': the wide RNN's factor is smaller by more than 0.15, 'b': within 0.15, 'c': larger
+    by more than 0.15."""
+    small, wide = (hidden_size_factors()[H] for H in HIDDEN_SIZES)
+    if abs(wide - small) <= 0.15:
+        return "b"
+    return "a" if wide < small else "c"
+
+
+def conv_receptive_field(kernel: int, layers: int, T: int = 40) -> int:
+    """How many input positions the last output of a stack of causal 1-D convolutions
+    (left padding kernel - 1, tanh between layers) depends on, measured with autograd."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        convs = [nn.Conv1d(4, 4, kernel).double() for _ in range(layers)]
+        x = torch.randn(1, 4, T, dtype=torch.float64, requires_grad=True)  # (B, C, T)
+    h = x
+    for conv in convs:
+        h = torch.tanh(conv(F.pad(h, (kernel - 1, 0))))
+    (grad,) = torch.autograd.grad(h[0, :, -1].sum(), x)
+    return int((grad[0].abs().sum(0) > 0).sum())
+
+
+def cnn_reach_truth() -> str:
+    """'a': the first stack of CONV_STACKS sees farther, 'b': the second, 'c': the same."""
+    first, second = (conv_receptive_field(k, n) for k, n in CONV_STACKS)
+    return "c" if first == second else "a" if first > second else "b"
+
+
+def lstm_params() -> int:
+    return sum(p.numel() for p in LSTM(*LSTM_SIZES).parameters())
+
+
+def forget_fraction() -> float:
+    """c_STEPS / c_0 for an LSTM cell whose forget gate is FORGET and whose candidate is 0."""
+    cell = LSTMCell(1, 1).double()
+    with torch.no_grad():
+        for p in cell.parameters():
+            p.zero_()
+        cell.bias_ih[1] = math.log(FORGET / (1 - FORGET))  # f = sigmoid(logit(0.9)) = 0.9
+    x = torch.zeros(1, 1, dtype=torch.float64)
+    state = (torch.zeros_like(x), torch.ones_like(x))  # h_0 = 0, c_0 = 1
+    with torch.no_grad():
+        for _ in range(STEPS):
+            state = cell(x, state)
+    return state[1].item()
 
 
 def lstm_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
@@ -26,7 +102,7 @@ SOLUTIONS = {
     "02.hidden_size": hidden_size_truth,
     "02.cnn_reach": cnn_reach_truth,
     "02.lstm_step": lambda: lstm_step,
-    "02.lstm_params": _lstm_params,
+    "02.lstm_params": lstm_params,
     "02.forget_gate": lambda: round(forget_fraction(), 4),
 }
 

@@ -1,11 +1,49 @@
-"""The instructor's answers to notebook 03's exercises."""
+"""The instructor's answers to notebook 03's exercises, computed with the package."""
 
 from __future__ import annotations
+
+import datetime
 
 import torch
 from torch import Tensor
 
-from minitx.course.exercises.nb03 import duplicate_truth, expected_iso
+from minitx.data import dates
+from minitx.nn.attention import AdditiveAttention
+
+# The four sources of "03.iso": (date, format); the prompt shows format_date of each.
+ISO_CASES = (
+    (datetime.date(2005, 4, 3), "d/m/yy"),
+    (datetime.date(1951, 11, 30), "mon d yy"),
+    (datetime.date(2049, 2, 1), "dd.mm.yyyy"),
+    (datetime.date(1987, 7, 14), "weekday the dth of month yyyy"),
+)
+
+
+def iso_sources() -> list[str]:
+    """The sources of "03.iso", as the task writes them (the wheel keeps these texts)."""
+    return [dates.format_date(d, fmt) for d, fmt in ISO_CASES]
+
+
+def expected_iso() -> list[str]:
+    return [d.isoformat() for d, _ in ISO_CASES]
+
+
+def duplicate_truth(n_trials: int = 200) -> str:
+    """The letter that holds on ``n_trials`` random additive attentions: the context with h_3
+    appended a second time, against the context without ('a' the same, 'b' closer to h_3,
+    'c' farther, 'd' it depends)."""
+    moved = []
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        for _ in range(n_trials):
+            att = AdditiveAttention(4, 4, 4).double()
+            s = torch.randn(1, 4, dtype=torch.float64)
+            h = torch.randn(1, 3, 4, dtype=torch.float64)
+            c, _ = att(s, h)
+            c2, _ = att(s, torch.cat([h, h[:, 2:]], dim=1))
+            before, after = (c - h[:, 2]).norm(), (c2 - h[:, 2]).norm()
+            moved.append("a" if torch.isclose(before, after) else "b" if after < before else "c")
+    return moved[0] if len(set(moved)) == 1 else "d"
 
 
 def additive_attention(

@@ -1,4 +1,4 @@
-"""The instructor's answers to notebook 04's exercises."""
+"""The instructor's answers to notebook 04's exercises, computed with the package."""
 
 from __future__ import annotations
 
@@ -6,12 +6,74 @@ import math
 
 import torch
 
-from minitx.course.exercises.nb04 import (
-    expected_shapes,
-    expected_tiny,
-    repeat_word_outcome,
-    shift_keys_outcome,
-)
+from minitx.nn.attention import scaled_dot_product_attention
+from minitx.nn.word_attention import embed_tokens, random_projections
+
+DT = torch.float64
+REPEAT_SENTENCE = ("the", "bank", "of", "the", "river")
+
+
+def _entropy(weights: torch.Tensor) -> torch.Tensor:
+    return -(weights * weights.clamp_min(1e-300).log()).sum(-1)
+
+
+def shift_keys_truth() -> str:
+    """Add one vector c to every key, on random Q, K, V: how do the rows of A change?
+    ('a' unchanged, 'b' every row sharper, 'c' every row flatter, 'd' no one direction)."""
+    g = torch.Generator().manual_seed(4)
+    Q, K, V = (torch.randn(6, 4, generator=g, dtype=DT) for _ in range(3))
+    c = 3.0 * torch.randn(4, generator=g, dtype=DT)
+    _, A = scaled_dot_product_attention(Q, K, V)
+    _, A_shifted = scaled_dot_product_attention(Q, K + c, V)
+    if torch.allclose(A, A_shifted, rtol=0, atol=1e-12):
+        return "a"
+    change = _entropy(A_shifted) - _entropy(A)
+    return "b" if (change < 0).all() else "c" if (change > 0).all() else "d"
+
+
+def repeat_word_truth(d_model: int = 16) -> str:
+    """Append a second 'river' to 'the bank of the river': where does the output of 'bank'
+    go, relative to the value vector of 'river'? ('a' nowhere, 'b' straight towards it, 'c'
+    straight away, 'd' elsewhere; notebook 04's fixed embeddings and projections.)"""
+    W_Q, W_K, W_V = random_projections(d_model, d_k=16)
+
+    def bank_output(words: tuple[str, ...]) -> torch.Tensor:
+        X = embed_tokens(list(words), d_model)
+        return scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V)[0][words.index("bank")]
+
+    before = bank_output(REPEAT_SENTENCE)
+    after = bank_output((*REPEAT_SENTENCE, "river"))
+    v_river = (embed_tokens(["river"], d_model) @ W_V)[0]
+    step, towards = after - before, v_river - before
+    if step.norm() < 1e-9:
+        return "a"
+    cos = torch.cosine_similarity(step, towards, dim=0).item()
+    return "b" if cos > 1 - 1e-9 else "c" if cos < -1 + 1e-9 else "d"
+
+
+def shapes(n: int = 4, d_model: int = 6, d_k: int = 3, d_v: int = 3) -> dict:
+    """Run self-attention on tensors of these sizes and read off every shape."""
+    X = torch.ones(n, d_model)
+    W_Q, W_K, W_V = torch.ones(d_model, d_k), torch.ones(d_model, d_k), torch.ones(d_model, d_v)
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    S = Q @ K.T
+    Z, A = scaled_dot_product_attention(Q, K, V)
+    tensors = dict(X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, Q=Q, K=K, V=V, S=S, A=A, Z=Z)
+    return {name: tuple(t.shape) for name, t in tensors.items()}
+
+
+def tiny() -> torch.Tensor:
+    """Weights of q = [2, 0] over k1 = [1, 0], k2 = [0, 1] (d_k = 2)."""
+    q = torch.tensor([[2.0, 0.0]], dtype=DT)
+    K = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT)
+    return scaled_dot_product_attention(q, K, K)[1][0]
+
+
+def tiny_unscaled() -> torch.Tensor:
+    """The known mistake: the same weights without the 1 / sqrt(d_k)."""
+    q = torch.tensor([[2.0, 0.0]], dtype=DT)
+    K = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT)
+    return scaled_dot_product_attention(q, K, K, scale=1.0)[1][0]
 
 
 def attention(
@@ -25,11 +87,11 @@ def attention(
 
 
 SOLUTIONS = {
-    "04.shift_keys": shift_keys_outcome,
-    "04.repeat_word": repeat_word_outcome,
+    "04.shift_keys": shift_keys_truth,
+    "04.repeat_word": repeat_word_truth,
     "04.attention": lambda: attention,
-    "04.shapes": expected_shapes,
-    "04.tiny": lambda: [round(w, 4) for w in expected_tiny().tolist()],
+    "04.shapes": shapes,
+    "04.tiny": lambda: [round(w, 4) for w in tiny().tolist()],
 }
 
 MODEL_ANSWERS = {

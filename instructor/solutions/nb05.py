@@ -1,4 +1,4 @@
-"""The instructor's answers to notebook 05's exercises."""
+"""The instructor's answers to notebook 05's exercises, computed with the package."""
 
 from __future__ import annotations
 
@@ -6,7 +6,47 @@ import math
 
 import torch
 
-from minitx.course.exercises.nb05 import change_first_outcome, expected_combined
+from minitx.nn.attention import scaled_dot_product_attention
+from minitx.nn.masks import causal_mask, combine_masks, padding_mask
+
+DT = torch.float64
+FIRST_LETTERS = {
+    (True, False, False): "a",  # only output 1
+    (True, True, False): "b",  # outputs 1 and 2
+    (True, True, True): "c",  # all three outputs
+    (False, True, True): "d",  # outputs 2 and 3
+}
+COMBINED_LENGTHS, COMBINED_T = (4, 11), 11
+
+
+def change_first_truth() -> str:
+    """Three tokens, causal self-attention with random projections: change the *first*
+    token's embedding; the letter of the outputs that move."""
+    g = torch.Generator().manual_seed(5)
+    X = torch.randn(3, 4, generator=g, dtype=DT)
+    W_Q, W_K, W_V = (torch.randn(4, 4, generator=g, dtype=DT) for _ in range(3))
+    changed = X.clone()
+    changed[0] = torch.randn(4, generator=g, dtype=DT)
+    mask = causal_mask(3)
+    before = scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V, mask)[0]
+    after = scaled_dot_product_attention(changed @ W_Q, changed @ W_K, changed @ W_V, mask)[0]
+    moved = ((after - before).abs().amax(-1) > 1e-9).tolist()
+    return FIRST_LETTERS[tuple(moved)]
+
+
+def combined(lengths: tuple[int, ...] = COMBINED_LENGTHS, T: int = COMBINED_T) -> int:
+    """Allowed (query, key) pairs of the first sequence under causal + padding masks."""
+    mask = combine_masks(causal_mask(T), padding_mask(list(lengths), T))  # (B, 1, T, T)
+    return int(mask[0, 0].sum())
+
+
+def combined_mistakes(lengths: tuple[int, ...] = COMBINED_LENGTHS,
+                      T: int = COMBINED_T) -> dict[str, int]:
+    """The known mistakes of 05.combined: one of the two masks alone."""
+    return {
+        "causal alone": int(causal_mask(T).sum()),
+        "padding alone": int(padding_mask([lengths[0]], T).expand(1, 1, T, T).sum()),
+    }
 
 
 def reference_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -29,10 +69,10 @@ def reference_causal_attention(
 
 
 SOLUTIONS = {
-    "05.change_first": change_first_outcome,
+    "05.change_first": change_first_truth,
     "05.masked_softmax": lambda: reference_masked_softmax,
     "05.causal_attention": lambda: reference_causal_attention,
-    "05.combined": expected_combined,
+    "05.combined": combined,
 }
 
 MODEL_ANSWERS = {

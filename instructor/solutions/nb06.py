@@ -1,10 +1,45 @@
-"""The instructor's answers to notebook 06's exercises."""
+"""The instructor's answers to notebook 06's exercises, computed with the package."""
 
 from __future__ import annotations
 
+import copy
+
+import torch
 from torch import Tensor
 
-from minitx.course.exercises.nb06 import swap_truth
+from minitx.course.relations import RelationNet
+from minitx.data.relations import RelationTask
+
+
+def swap_heads(model: RelationNet, layer: int, i: int, j: int) -> RelationNet:
+    """A copy of ``model`` whose heads ``i`` and ``j`` of ``layer`` trade places: their rows
+    of W_Q, W_K, W_V and their columns of W_O."""
+    swapped = copy.deepcopy(model)
+    attn = swapped.layers[layer]
+    C, d = attn.d_model, attn.d_head
+    order = torch.arange(attn.n_heads)
+    order[i], order[j] = j, i
+    feats = torch.cat([torch.arange(int(h) * d, (int(h) + 1) * d) for h in order])  # (C,)
+    rows = torch.cat([feats, feats + C, feats + 2 * C])  # the same heads in W_Q, W_K, W_V
+    with torch.no_grad():
+        attn.in_proj.weight.copy_(attn.in_proj.weight[rows])
+        attn.in_proj.bias.copy_(attn.in_proj.bias[rows])
+        attn.out_proj.weight.copy_(attn.out_proj.weight[:, feats])
+    return swapped
+
+
+def swap_truth() -> str:
+    """The choice the experiment gives ('a' the same outputs, else 'b'), run on a random
+    (untrained) model: the answer does not depend on the weights."""
+    task = RelationTask()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = RelationNet.for_task(task).double().eval()
+    x = task.sample(8, seed=0).x
+    with torch.no_grad():
+        before, after = model(x), swap_heads(model, 0, 0, 1)(x)
+    same = all(torch.allclose(a, b, atol=1e-10) for a, b in zip(before[:2], after[:2], strict=True))
+    return "a" if same else "b"
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:

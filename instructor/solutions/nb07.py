@@ -1,11 +1,73 @@
-"""The instructor's answers to notebook 07's exercises."""
+"""The instructor's answers to notebook 07's exercises, computed with the package."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor
 
-from minitx.course.exercises.nb07 import expected_block_params, expected_initial_loss, window_truth
+from minitx.nn.masks import sliding_window_mask
+from minitx.nn.transformer import TransformerBlock
+
+WINDOW_LETTERS = {3: "a", 6: "b", 11: "c"}  # the choices: position 3, 6, 11
+LOSS_VOCAB = 32000  # LLaMA's vocabulary
+
+
+def window_reach(T: int = 12, window: int = 4, n_blocks: int = 2) -> int:
+    """The last output position of ``n_blocks`` stacked sliding-window blocks that moves when
+    token 0 changes, found by changing it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        blocks = [TransformerBlock(16, 2, 32).double().eval() for _ in range(n_blocks)]
+        x = torch.randn(1, T, 16, dtype=torch.float64)
+        nudged = x.clone()
+        nudged[0, 0] += torch.randn(16, dtype=torch.float64)
+    mask = sliding_window_mask(T, window)
+
+    def run(h: Tensor) -> Tensor:
+        for block in blocks:
+            out = block(h, mask=mask)
+            h = out[0] if isinstance(out, tuple) else out
+        return h
+
+    with torch.no_grad():
+        moved = (run(nudged) - run(x)).abs().amax(-1)[0] > 1e-12  # (T,)
+    return int(moved.nonzero().max())
+
+
+def window_truth() -> str:
+    return WINDOW_LETTERS[window_reach(12, 4, 2)]
+
+
+def block_params(d_model: int = 48, n_heads: int = 4, d_ff: int = 192) -> int:
+    """Parameters of a ``TransformerBlock`` with biases, counted on the meta device."""
+    with torch.device("meta"):
+        block = TransformerBlock(d_model, n_heads, d_ff)
+    return sum(p.numel() for p in block.parameters())
+
+
+def block_params_mistakes(d: int = 48, n_heads: int = 4, f: int = 192) -> dict[str, int]:
+    """The known mistakes of 07.block_params, by what they leave out."""
+    attn, ffn = 4 * d * d + 4 * d, 2 * d * f + f + d
+    return {
+        "no biases": 4 * d * d + 2 * d * f,
+        "no LayerNorms": attn + ffn,
+        "LayerNorms half": attn + ffn + 2 * d,
+        "per-head matrices": n_heads * attn + ffn + 4 * d,
+    }
+
+
+def initial_loss(vocab_size: int = LOSS_VOCAB) -> float:
+    """Cross-entropy when every one of ``vocab_size`` tokens gets the same logit."""
+    logits = torch.zeros(1, vocab_size, dtype=torch.float64)
+    target = torch.zeros(1, dtype=torch.long)
+    return float(torch.nn.functional.cross_entropy(logits, target))
+
+
+def initial_loss_mistakes(vocab_size: int = LOSS_VOCAB) -> dict[str, float]:
+    return {"log2": math.log2(vocab_size), "log10": math.log10(vocab_size),
+            "probability": 1 / vocab_size}
 
 
 def sinusoidal(T: int, d: int) -> Tensor:
@@ -25,8 +87,8 @@ SOLUTIONS = {
     # positions, 100% with them.
     "07.no_positions": lambda: "c",
     "07.window_reach": window_truth,
-    "07.block_params": expected_block_params,
-    "07.initial_loss": lambda: round(expected_initial_loss(), 2),
+    "07.block_params": block_params,
+    "07.initial_loss": lambda: round(initial_loss(), 2),
 }
 
 MODEL_ANSWERS = {

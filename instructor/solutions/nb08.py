@@ -1,8 +1,52 @@
-"""The instructor's answers to notebook 08's exercises."""
+"""The instructor's answers to notebook 08's exercises, computed with the package."""
 
 from __future__ import annotations
 
-from minitx.course.exercises.nb08 import depth_truth
+from dataclasses import replace
+from functools import cache
+
+import torch
+
+
+def residual_std(n_layer: int, scaled: bool, seed: int = 0) -> float:
+    """Std of the residual stream after the last block of an untrained GPT of the ``cpu``
+    preset's width with ``n_layer`` blocks, on 8 random windows; ``scaled=False`` re-draws the
+    two residual projections of every block with std 0.02 instead of 0.02 / sqrt(2 n_layer)."""
+    from minitx.nn.gpt import GPT
+    from minitx.train.presets import get_preset
+
+    config = replace(get_preset("cpu").gpt_config(65), n_layer=n_layer)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = GPT(config).eval()
+        if not scaled:
+            for block in model.blocks:
+                torch.nn.init.normal_(block.attn.out_proj.weight, std=0.02)
+                torch.nn.init.normal_(block.ffn.fc2.weight, std=0.02)
+        idx = torch.randint(0, 65, (8, config.block_size))
+        with torch.no_grad():
+            x = model.tok_emb(idx) + model.pos_emb(config.block_size)
+            for block in model.blocks:
+                x, _ = block(x)
+    return float(x.std())
+
+
+def depth_letter(ratio: float) -> str:
+    """The letter of 08.deep_init's choices for a ratio of stds."""
+    if ratio < 1.25:
+        return "a"
+    if ratio < 3:
+        return "b"
+    return "c" if ratio < 6 else "d"
+
+
+@cache
+def depth_truth() -> dict[str, str]:
+    """The letters for 16 blocks against 4, with and without the scaled projections."""
+    return {
+        name: depth_letter(residual_std(16, scaled) / residual_std(4, scaled))
+        for name, scaled in (("scaled", True), ("unscaled", False))
+    }
 
 
 def wsd_lr(step: int, max_steps: int, peak: float, warmup_steps: int, cooldown_steps: int) -> float:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from minitx.course.exercises.nb10 import source_change_truth
+from minitx.course.exercises.nb10 import SOURCE_CHANGE, SOURCE_EXAMPLE
+from minitx.data import dates
+from minitx.nn import encoder_decoder
+from minitx.nn.encoder_decoder import DateTransformer, EncoderDecoder
 
 
 def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
@@ -28,6 +31,57 @@ def key_vectors(steps: int, source_length: int) -> dict[str, int]:
     """Keys computed by one decoder layer's self-attention over ``steps`` greedy steps."""
     without = sum(range(1, steps + 1))  # step t runs the decoder on all t tokens so far
     return {"without": without, "with": steps}  # with the cache: the newest token only
+
+
+def source_change_truth() -> str:
+    """The letter of 10.source_change that an untrained DateTransformer shows: which
+    decoder positions' logits move when source character 8 changes."""
+    j, char = SOURCE_CHANGE
+    changed = SOURCE_EXAMPLE[:j] + char + SOURCE_EXAMPLE[j + 1 :]
+    target = "1998-03-14"
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(0)
+        model = DateTransformer().double().eval()
+        src, lengths = dates.SOURCE_VOCAB.encode_batch([SOURCE_EXAMPLE, changed])
+        tgt_out = torch.tensor([[*dates.TARGET_VOCAB.encode(target), dates.EOS_ID]] * 2)
+        tgt_in = encoder_decoder.shift_right(tgt_out, dates.BOS_ID)
+        logits, _ = model(src, lengths, tgt_in)  # (2, 11, V)
+    moved = [not torch.allclose(logits[0, t], logits[1, t], rtol=0, atol=1e-12)
+             for t in range(logits.size(1))]  # fmt: skip
+    if not any(moved):
+        return "a"
+    if all(moved):
+        return "c"
+    return "b" if moved == sorted(moved) else "d"
+
+
+def counted_kv_keys(steps: int, source_length: int, n_layers: int = 2) -> dict[str, int]:
+    """Key vectors computed by the self-attention of decoder layer 0 over ``steps`` greedy
+    steps, counted with a hook on its projection: rerunning ``decode`` on the whole prefix
+    each step ('without'), and ``decode_cached`` feeding one new token each step ('with')."""
+    d_model = 16
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = EncoderDecoder(d_model, 2, 1, n_layers, 2 * d_model).eval()
+        memory = torch.randn(1, source_length, d_model)
+        tgt = torch.randn(1, steps, d_model)
+    counted = {"n": 0}
+    hook = model.decoder[0].self_attn.in_proj.register_forward_hook(
+        lambda module, args, out: counted.__setitem__("n", counted["n"] + args[0].size(1))
+    )
+    result = {}
+    try:
+        with torch.no_grad():
+            for t in range(1, steps + 1):
+                model.decode(tgt[:, :t], memory)
+            result["without"], counted["n"] = counted["n"], 0
+            cache = None
+            for t in range(steps):
+                _, cache, _ = model.decode_cached(tgt[:, t : t + 1], memory, None, cache)
+            result["with"] = counted["n"]
+    finally:
+        hook.remove()
+    return result
 
 
 SOLUTIONS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from minitx.course.exercises.nb11 import kv_sequences, shift_truth
+from minitx.course.exercises.nb11 import KV_BUDGET, KV_BYTES, KV_MODEL, KV_TOKENS, SHIFT
 
 
 def rope_half(x: Tensor, base: float = 10000.0) -> Tensor:
@@ -19,6 +19,70 @@ def rope_half(x: Tensor, base: float = 10000.0) -> Tensor:
     re, im = x[..., :h], x[..., h:]
     # (re + j im) * (cos + j sin)
     return torch.cat([re * cos - im * sin, re * sin + im * cos], dim=-1)
+
+
+def shift_inputs() -> Tensor:
+    """(8, 64) float64 inputs, from their own generator (those of the notebook's reveal)."""
+    return torch.randn(8, 64, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
+
+
+def shift_outputs() -> dict[str, tuple[Tensor, Tensor]]:
+    """For each norm (gain 1, no bias), its output for x and for x + SHIFT."""
+    from minitx.nn.rmsnorm import RMSNorm
+    from minitx.nn.transformer import LayerNorm
+
+    x = shift_inputs()
+    norms = {"LayerNorm": LayerNorm(64, bias=False).double(), "RMSNorm": RMSNorm(64).double()}
+    with torch.no_grad():
+        return {name: (norm(x), norm(x + SHIFT)) for name, norm in norms.items()}
+
+
+def shift_truth() -> str:
+    """The letter of 11.shift the package's two norms give (within 0.1)."""
+    near = {}
+    for name, (plain, shifted) in shift_outputs().items():
+        if (shifted - plain).abs().max() < 0.1:
+            near[name] = "same"
+        elif (shifted - 1).abs().max() < 0.1:
+            near[name] = "ones"
+        else:
+            near[name] = "other"
+    table = {("same", "same"): "a", ("same", "ones"): "b", ("ones", "same"): "c",
+             ("ones", "ones"): "d"}  # fmt: skip
+    return table.get((near["LayerNorm"], near["RMSNorm"]), "none")
+
+
+def kv_sequence_bytes() -> tuple[int, int]:
+    """The cache of one sequence of ``KV_TOKENS`` in bytes: (with a key/value head per
+    query head, with ``KV_MODEL``'s key/value heads)."""
+    from minitx.nn.gpt import GPTConfig, kv_cache_numel
+
+    sizes = []
+    for kv_heads in (KV_MODEL["n_head"], KV_MODEL["n_kv_heads"]):
+        config = GPTConfig(vocab_size=1, block_size=KV_TOKENS,
+                           **{**KV_MODEL, "n_kv_heads": kv_heads})
+        sizes.append(kv_cache_numel(config, KV_TOKENS) * KV_BYTES)
+    return sizes[0], sizes[1]
+
+
+def kv_sequences() -> tuple[int, int]:
+    """How many whole sequences fit in ``KV_BUDGET`` bytes of cache, in the two cases of
+    :func:`kv_sequence_bytes`."""
+    every_head, grouped = kv_sequence_bytes()
+    return KV_BUDGET // every_head, KV_BUDGET // grouped
+
+
+def kv_mistakes() -> dict[str, tuple[int, int]]:
+    """The known wrong answers of 11.kv_cache, each with the key of its hint."""
+    a, b = kv_sequences()
+    return {
+        "swapped": (b, a),
+        "every head in (b)": (a, a),
+        "8 heads in (a)": (b, b),
+        "key or value": (2 * a, 2 * b),
+        "4 bytes": (a // 2, b // 2),
+        "10^9": tuple(90 * 10**9 // size for size in kv_sequence_bytes()),
+    }
 
 
 SOLUTIONS = {

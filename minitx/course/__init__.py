@@ -4,6 +4,8 @@ and the experiments the notebooks run. May import every other subpackage.
     notebook          setup_notebook, seeds, show_source
     exercises         the auto-checked exercises of each notebook
     teacher           progress reports, run times and guides for teachers
+    editions          the student and instructor editions of the notebooks
+    handout           the student edition the package carries; minitx course DIR
     gradients         gradient norms against distance in an RNN (02)
     date_translation  training the RNN encoder-decoder on dates (03)
     relations         the attention-only model of the relations task (06)

@@ -2,6 +2,7 @@
 
     minitx edition student --out DIR [--only 00 04]
     minitx edition instructor --out DIR
+    minitx edition student --package      (into the package: what ``minitx course`` writes)
 
 The source is the repository's ``notebooks/`` folder. It holds everything: each exercise's
 solution, run and checked, and the explanation of each prediction's outcome. Cell tags (in
@@ -58,8 +59,8 @@ INSTALL_NOTE = (
 INSTRUCTOR_NOTE = (
     "**Instructor edition.** This copy holds every exercise's solution (cells tagged "
     "`solution`), the explanation of each prediction's outcome (`reveal`) and what each "
-    "experiment printed. Hand students the student edition: "
-    "`minitx edition student --out DIR`."
+    "experiment printed. Hand students the student edition: `minitx course DIR` writes it "
+    "from the installed package, `minitx edition student --out DIR` from this checkout."
 )
 _CHECK = re.compile(r"""\bcheck\(\s*["'](\d\d\.\w+)["']\s*,\s*answer\s*\)""")
 _NUMBER = re.compile(r"\d\d")
@@ -241,8 +242,12 @@ def add_command(sub: Any) -> None:
                          "'student' (exercises blank, no solution, no answer in any stored "
                          "output) or 'instructor' (everything).")
     cmd.add_argument("edition", choices=EDITIONS, help=" or ".join(EDITIONS))
-    cmd.add_argument("--out", required=True, type=Path, metavar="DIR",
-                     help="folder to write the notebooks to (created if missing)")
+    where = cmd.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, metavar="DIR",
+                       help="folder to write the notebooks to (created if missing)")
+    where.add_argument("--package", action="store_true", help="write the student edition "
+                       "into the package (minitx/course/student/), what `minitx course` "
+                       "writes out: run it after changing a notebook")
     cmd.add_argument("--only", nargs="+", metavar="NN",
                      help="only these notebooks, by number (e.g. --only 00 04)")
     cmd.add_argument("--source", type=Path, metavar="DIR",
@@ -253,7 +258,16 @@ def run(args: argparse.Namespace, prog: str = "minitx") -> int:
     """Run ``minitx edition``: 0 when written; one line on stderr and 2 for bad input,
     1 when a file cannot be read or written."""
     try:
-        paths = build_edition(args.edition, args.out, args.only, source=args.source)
+        if args.package:
+            from minitx.course.handout import PACKAGED, package_student_edition
+
+            if args.edition != "student" or args.only:
+                raise ValueError("--package writes the student edition of every notebook "
+                                 "(the package carries no solution): give 'student' and no "
+                                 "--only")
+            paths, args.out = package_student_edition(args.source), PACKAGED
+        else:
+            paths = build_edition(args.edition, args.out, args.only, source=args.source)
     except (ValueError, OSError) as err:
         if isinstance(err, OSError) and err.strerror and err.filename:
             err = f"{err.filename}: {err.strerror}"  # not "[Errno 13] ..."

@@ -42,11 +42,12 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import nbformat
-from jinja2 import DictLoader
-from nbconvert import HTMLExporter
+# nbformat, jinja2 and nbconvert come with Jupyter, not with minitx: _render imports them, so
+# that the `minitx` command (course, train ...) works where only the package is installed.
+if TYPE_CHECKING:
+    import nbformat
 
 __all__ = ["SiteError", "add_command", "build_site", "main", "run"]
 
@@ -252,6 +253,10 @@ def _prepare_out(out: Path) -> None:
 
 
 def _render(sources: Sequence[Path], out: Path) -> Path:
+    import nbformat
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
     if not sources:
         raise SiteError("no notebooks to render")
     notebooks = [nbformat.read(path, as_version=4) for path in sources]

@@ -1,17 +1,18 @@
 """What a teacher runs: solutions to print, a progress report over saved notebooks, and the
-teacher's guide (``TEACHING.md``), built from the exercise modules and the instructor's
+teacher's guide (``instructor/TEACHING.md``), built from the exercise modules and the instructor's
 answer key (``instructor/solutions/nbNN.py`` in the repository, never in the package: see
 :mod:`minitx.course.exercises.answers`).
 
     python -m minitx.course.exercises solutions 04
     python -m minitx.course.exercises progress submissions/ --csv progress.csv
-    python -m minitx.course.exercises guide > TEACHING.md
+    python -m minitx.course.exercises guide > instructor/TEACHING.md
 
 The same commands are ``minitx solutions``, ``minitx progress`` and ``minitx guide``.
 
-The progress report trusts nothing a notebook printed: for each saved notebook it runs the
-saved check cells again, in a separate Python process with a time limit, and records what
-the checker itself says of each answer (:func:`minitx.course.exercises.rerun_cell`).
+The progress report trusts nothing a notebook printed, nor anything the learner's code
+reports: it grades implement and compute answers with the instructor's hidden cases, in a
+fresh process per notebook, and computes every verdict here from plain data
+(:mod:`minitx.course.exercises.grading`). A prediction is reported as answered or not.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import argparse
 import csv
 import inspect
 import json
-import re
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
@@ -36,10 +36,9 @@ from minitx.course.exercises import (
     get,
     names,
     notes,
-    rerun_saved_cells,
-    saved_check_cells,
 )
 from minitx.course.exercises.answers import available, model_answer, solution
+from minitx.course.exercises.grading import grade_notebook
 from minitx.train.runtime import available_cpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,13 +85,14 @@ def solutions(notebook: str) -> str:
 
 # ---- progress: run every saved answer through its checker again -------------------------
 
-STATUSES = ("correct", "not yet", "unanswered", "not checked")
+STATUSES = ("correct", "not yet", "answered", "unanswered", "refused", "not checked")
 
 
 @dataclass(frozen=True)
 class Progress:
-    """One exercise of one saved notebook: ``status`` is one of :data:`STATUSES`;
-    ``detail`` is the checker's hint, or why the answer could not be checked."""
+    """One exercise of one saved notebook: ``status`` is one of :data:`STATUSES`
+    ("answered" is for predictions, never judged; "refused": the answer used a forbidden
+    route); ``detail`` says what is wrong, why it was refused, or why it was not checked."""
 
     path: str
     exercise: str
@@ -101,35 +101,15 @@ class Progress:
     detail: str = ""
 
 
-def _row(path: Path, name: str, verdict: list[str] | None, error: str | None) -> Progress:
-    kind = get(name).kind if name in names() else "unknown"
-    if verdict is None:
-        why = error or f"the cell did not call check({name!r}, ...)"
-        return Progress(str(path), name, kind, "not checked", why)
-    status, message = verdict
-    hint = message.split("] ", 1)[-1].removeprefix("Not yet: ")
-    detail = hint if status in ("not yet", "cannot check") else ""
-    status = "not checked" if status == "cannot check" else status
-    return Progress(str(path), name, kind, status, detail)
-
-
 def notebook_progress(path: str | Path, timeout: float = 60.0) -> list[Progress]:
-    """Each checked exercise of one saved notebook and what its checker says of the saved
-    answer, run again in a separate process (each cell with the imports and definitions of
-    the cells above it, for at most ``timeout`` seconds). Printed output counts for
-    nothing. An exercise of the notebook (by the number in its file name) that no cell
-    checks is ``not checked``; open questions are not listed: no checker can read them."""
-    path = Path(path)
-    jobs = saved_check_cells(path)
-    rows: dict[str, Progress] = {}  # an exercise checked in two cells: the later one counts
-    for job, result in zip(jobs, rerun_saved_cells(jobs, timeout, path.parent), strict=True):
-        for name in job["names"]:
-            rows[name] = _row(path, name, result["verdicts"].get(name), result["error"])
-    number = re.search(r"(?<!\d)(\d\d)_", path.name)
-    for name in names(number.group(1)) if number and number.group(1) in NOTEBOOKS else []:
-        if name not in rows and get(name).kind != "think":
-            rows[name] = _row(path, name, None, "no cell of the notebook checks it")
-    return list(rows.values())
+    """Each checked exercise of one saved notebook, graded again in a fresh process with
+    the instructor's hidden cases (each cell after the imports and definitions of the cells
+    above it, for at most ``timeout`` seconds): see
+    :func:`minitx.course.exercises.grading.grade_notebook`. Printed output counts for
+    nothing. An exercise of the notebook that no cell checks is ``not checked``; open
+    questions are not listed: no checker can read them."""
+    return [Progress(str(path), g.exercise, g.kind, g.status, g.detail)
+            for g in grade_notebook(path, timeout)]
 
 
 def progress(paths: Iterable[str | Path], timeout: float = 60.0) -> list[Progress]:
@@ -165,18 +145,26 @@ def write_csv(rows: Sequence[Progress], out: TextIO) -> None:
 
 
 def summary(rows: Sequence[Progress]) -> str:
-    """One line per notebook file: how many of its checked exercises are correct, and how
-    many could not be checked."""
+    """One line per notebook file: how many of its graded exercises (implement and
+    compute) are correct, how many predictions are answered, and how many answers were
+    refused or could not be checked."""
     per_file: dict[str, list[Progress]] = {}
     for r in rows:
         per_file.setdefault(r.path, []).append(r)
     lines = []
     for path, items in per_file.items():
-        done = [r.exercise for r in items if r.status == "correct"]
-        which = f" ({', '.join(done)})" if done else ""
-        unchecked = sum(r.status == "not checked" for r in items)
-        rest = f"; {unchecked} not checked (see --csv)" if unchecked else ""
-        lines.append(f"{path}: {len(done)}/{len(items)} correct{which}{rest}")
+        graded = [r for r in items if r.kind != "predict"]
+        done = [r.exercise for r in graded if r.status == "correct"]
+        line = f"{path}: {len(done)}/{len(graded)} correct"
+        line += f" ({', '.join(done)})" if done else ""
+        predictions = [r for r in items if r.kind == "predict"]
+        if predictions:
+            answered = sum(r.status == "answered" for r in predictions)
+            line += f"; {answered}/{len(predictions)} predictions answered"
+        for status in ("refused", "not checked"):
+            count = sum(r.status == status for r in items)
+            line += f"; {count} {status} (see --csv)" if count else ""
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -219,7 +207,8 @@ _NO_KEY = "in the instructor's checkout only (`minitx solutions NN` there)."
 
 
 def guide() -> str:
-    """``TEACHING.md``: per notebook, goals, times, misconceptions, exercises by kind, what
+    """``instructor/TEACHING.md``: per notebook, goals, times, misconceptions, exercises by kind,
+    what
     to assign, and model answers to the open questions (where the instructor's answer key
     is: else a note says where they are)."""
     titles = _titles()
@@ -235,10 +224,18 @@ def guide() -> str:
         "",
         "- Solutions to the checked exercises: `minitx solutions NN` (e.g. `minitx solutions 04`).",
         "- A progress table over submitted notebooks: `minitx progress submissions/ --csv "
-        "progress.csv`. It trusts nothing a notebook printed: it runs each saved check cell "
-        "again (with the imports and definitions of the cells above it, in a separate "
-        "process, at most 60 s a cell) and reports what the checker says of the saved answer. "
-        "That runs the learners' code: do it where that is acceptable.",
+        "progress.csv`. It trusts nothing a notebook printed, nor anything the learner's code "
+        "reports: it runs each saved check cell again (with the imports and definitions of "
+        "the cells above it, in a fresh process per notebook, at most 60 s a cell), runs each "
+        "implement answer on hidden cases (`instructor/hidden/nbNN.py`, never in the "
+        "package) and judges it, and each compute answer, here against the answer key, from "
+        "plain data. It refuses, and says why, an answer that calls the package's or "
+        "PyTorch's own piece, a notebook that patches a module, an object that is not plain "
+        "data, and code that looks names up at run time. That runs the learners' code: do it "
+        "where that is acceptable.",
+        "- Predictions are reported as *answered* or *unanswered*, never right or wrong: "
+        "every notebook reveals its predictions a few cells later, so a right letter proves "
+        "nothing. Grade predictions, if at all, on the reasoning a learner writes down.",
         "- Run times: each notebook run top to bottom in a fresh kernel by "
         f"`python benchmarks/bench_notebooks.py --record` on {machine or 'no machine yet'} "
         "(the machine the course's own CI runs on). Re-run it on your machines to plan a class.",
@@ -279,8 +276,8 @@ def counts() -> dict[str, dict[str, int]]:
 
 COMMANDS = {
     "solutions": "print the solutions of one notebook's exercises (e.g. minitx solutions 04)",
-    "progress": "re-check the answers of saved notebooks, as a table (--csv FILE)",
-    "guide": "print the teacher's guide, TEACHING.md",
+    "progress": "grade the answers of saved notebooks with hidden cases (--csv FILE)",
+    "guide": "print the teacher's guide, instructor/TEACHING.md",
 }
 
 
@@ -292,9 +289,11 @@ def add_commands(sub: Any) -> None:
     sol.add_argument("notebook", help=f"two digits, {NOTEBOOKS[0]} to {NOTEBOOKS[-1]}")
     prog = sub.add_parser(
         "progress", help=COMMANDS["progress"],
-        description="Run every saved check cell of learners' notebooks again, in a separate "
-        "process, and list what the checker says of each answer (printed output counts for "
-        "nothing). This runs the learners' code.")
+        description="Grade learners' saved notebooks: run every saved check cell again in a "
+        "fresh process, grade implement and compute answers with the instructor's hidden "
+        "cases, and list each answer as correct, not yet, refused (and why) or not checked; "
+        "predictions as answered or unanswered (printed output counts for nothing). This "
+        "runs the learners' code.")
     prog.add_argument("paths", nargs="+", metavar="PATH",
                       help="saved notebooks (.ipynb) or folders of them (searched deeply)")
     prog.add_argument("--csv", metavar="FILE",
@@ -302,7 +301,7 @@ def add_commands(sub: Any) -> None:
     prog.add_argument("--timeout", type=float, default=60.0, metavar="S",
                       help="seconds each check cell may run (default 60)")
     sub.add_parser("guide", help=COMMANDS["guide"],
-                   description="Print the teacher's guide (TEACHING.md) built from the "
+                   description="Print the teacher's guide (instructor/TEACHING.md) built from the "
                    "exercise modules.")
 
 

@@ -11,6 +11,7 @@
 """
 
 from minitx.data.batches import BlockBatches, random_blocks, sequential_blocks
+from minitx.data.bpe import BPETokenizer
 from minitx.data.corpus import (
     CORPORA,
     SHIPPED_MODELS,
@@ -32,6 +33,7 @@ __all__ = [
     "CORPORA",
     "IGNORE_INDEX",
     "SHIPPED_MODELS",
+    "BPETokenizer",
     "BlockBatches",
     "CharTokenizer",
     "Corpus",

@@ -37,6 +37,28 @@ _TIMEOUT_S = 30.0
 _S = TypeVar("_S")
 
 
+def new_file_mode() -> int:
+    """The permission bits a new file gets here, ``0o666 & ~umask``: what ``open()`` would
+    give, and what a download or a checkpoint written through a private temporary file (which
+    ``tempfile.mkstemp`` makes ``0o600``) is set to before it is renamed into place. Under
+    umask 022 that is ``0o644`` (others can read it: a teacher can share it on a hub), under
+    077 ``0o600``.
+
+    The umask is read from ``/proc/self/status`` where Linux gives it; elsewhere it is set and
+    restored at once, which another thread creating a file at that instant could see.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            line = next((x for x in status if x.startswith("Umask:")), None)
+        if line is not None:
+            return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 class CorpusError(ValueError):
     """A corpus file is missing its expected content (wrong size or checksum), or its
     download failed."""
@@ -237,6 +259,7 @@ def download(
                 f"  found:    {received:,} bytes, sha256 {found_sha}\n"
                 "Nothing was saved. The file at that address may have changed; check the URL."
             )
+        os.chmod(tmp, new_file_mode())  # mkstemp made it 0o600: follow the umask
         os.replace(tmp, dest)
         done = True
     finally:

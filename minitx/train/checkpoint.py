@@ -138,11 +138,14 @@ def _check_plain(obj: Any, where: str = "checkpoint") -> None:
 def save_checkpoint(ckpt: dict, path: str | os.PathLike) -> Path:
     """Write ``ckpt`` to ``path`` atomically: a temporary file in the same folder, flushed
     to disk, then ``os.replace``, so an interrupted save never leaves a half-written
-    checkpoint behind and the file it replaces stays whole until then. Returns the path.
+    checkpoint behind and the file it replaces stays whole until then. Its permissions follow
+    the umask, as ``open()``'s do (``-rw-r--r--`` under umask 022). Returns the path.
 
     Raises ``TypeError`` if ``ckpt`` holds anything but tensors and plain Python values
     (it could not be loaded back with ``weights_only=True``).
     """
+    from minitx.data.corpus import new_file_mode
+
     _check_structure(ckpt, "the checkpoint to save")
     _check_plain(ckpt)
     path = Path(path)
@@ -155,6 +158,7 @@ def save_checkpoint(ckpt: dict, path: str | os.PathLike) -> Path:
             torch.save(ckpt, f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, new_file_mode())  # mkstemp made it 0o600: follow the umask, as open() does
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
@@ -331,9 +335,8 @@ def strip_checkpoint(ckpt: dict, dtype: str = "float32") -> dict:
     out["weights_dtype"] = dtype
     trainer = ckpt.get("trainer")
     if trainer is not None:
-        out["trainer"] = {
-            k: v for k, v in trainer.items() if k not in ("optimizer", "rng", "loss_window")
-        }
+        dropped = ("optimizer", "rng", "loss_window")
+        out["trainer"] = {k: v for k, v in trainer.items() if k not in dropped}
     return out
 
 
@@ -376,10 +379,8 @@ def load_gpt(
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"{where}: bad model config or vocabulary ({err})") from err
     if tokenizer.vocab_size != config.vocab_size:
-        raise CheckpointError(
-            f"{where}: the vocabulary has {tokenizer.vocab_size} symbols but the model "
-            f"expects {config.vocab_size}"
-        )
+        raise CheckpointError(f"{where}: the vocabulary has {tokenizer.vocab_size} symbols but "
+                              f"the model expects {config.vocab_size}")
     model = GPT(config)
     _load_weights(model, ckpt, where)
     return model.to(device).eval(), tokenizer, ckpt

@@ -63,10 +63,19 @@ def solution_only(cell: dict) -> list[str]:
             and line not in stub]
 
 
-@pytest.fixture(scope="module")
-def student(tmp_path_factory) -> dict[str, dict]:
+@pytest.fixture(scope="module", params=["edition", "course"])
+def student(request, tmp_path_factory) -> dict[str, dict]:
+    """The student edition as ``minitx edition student`` builds it from the source, and as
+    ``minitx course DIR`` writes it from the package into an empty folder: every check of
+    the student edition below holds for both."""
     out = tmp_path_factory.mktemp("student")
-    paths = build_edition("student", out)
+    if request.param == "edition":
+        paths = build_edition("student", out)
+    else:
+        from minitx import cli
+
+        assert cli.main(["course", str(out / "course")]) == 0
+        paths = sorted((out / "course").iterdir())
     assert [p.name for p in paths] == [p.name for p in SOURCES]
     return {p.name: _load(p) for p in paths}
 

@@ -11,6 +11,7 @@ import hashlib
 import os
 import random
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -89,6 +90,34 @@ def test_download_good_checksum_puts_file_in_place(server, tmp_path):
     assert out == dest
     assert dest.read_bytes() == BODY
     assert _files(dest.parent) == ["corpus.txt"]  # no temporary file left over
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, "-rw-r--r--"), (0o077, "-rw-------")])
+def test_a_download_follows_the_umask(server, tmp_path, mask, mode):
+    """The temporary file mkstemp makes is -rw-------; the corpus in place is what open()
+    would have made under the umask."""
+    old = os.umask(mask)
+    try:
+        dest = data.download(f"{server}/good.txt", tmp_path / "c.txt", SHA, len(BODY),
+                             progress=False)
+        assert stat.filemode(dest.stat().st_mode) == mode
+        assert data.new_file_mode() == 0o666 & ~mask
+        assert os.umask(mask) == mask  # read, not changed
+    finally:
+        os.umask(old)
+
+
+def test_new_file_mode_without_proc_sets_and_restores_the_umask(monkeypatch):
+    def no_proc(*args, **kwargs):
+        raise FileNotFoundError("no /proc here")
+
+    monkeypatch.setattr(data, "open", no_proc, raising=False)  # as on macOS or Windows
+    old = os.umask(0o027)
+    try:
+        assert data.new_file_mode() == 0o640
+        assert os.umask(0o027) == 0o027  # restored
+    finally:
+        os.umask(old)
 
 
 def test_download_bad_checksum_leaves_nothing(server, tmp_path):

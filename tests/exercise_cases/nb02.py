@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+
+import numpy as np
 import torch
+from torch import nn
 
 from exercise_cases import Case, prediction, solution, wrong, wrong_answers
-from minitx.course.exercises import nb02
+from minitx.course.exercises import answers, nb02
+from minitx.nn.rnn import LSTM, LSTMCell
 
 # ---- learner functions for 02.lstm_step, written by hand ------------------------------------
 
@@ -38,6 +43,102 @@ def step_by_units(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
             c_new[b, j] = f * c[b, j] + i * torch.tanh(pre[2])
             h_new[b, j] = o * torch.tanh(c_new[b, j])
     return h_new, c_new
+
+
+def step_numpy(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """In NumPy, gate by gate, handed back as tensors."""
+    x, h, c, W, U, b1, b2 = (t.numpy() for t in (x, h, c, weight_ih, weight_hh, bias_ih, bias_hh))
+    a = x @ W.T + h @ U.T + b1 + b2
+    i, f, g, o = np.split(a, 4, axis=1)
+    sig = lambda z: 1 / (1 + np.exp(-z))
+    c_new = sig(f) * c + sig(i) * np.tanh(g)
+    return torch.from_numpy(sig(o) * np.tanh(c_new)), torch.from_numpy(c_new)
+
+
+def step_float64_stacked(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """One matrix product of [x, h] with [W_ih, W_hh], in float64 whatever comes in."""
+    xh = torch.cat([x, h], dim=1).double()
+    a = xh @ torch.cat([weight_ih, weight_hh], dim=1).double().T + (bias_ih + bias_hh).double()
+    H = h.shape[1]
+    gates = [a[:, k * H : (k + 1) * H] for k in range(4)]
+    i, f, o = (torch.sigmoid(gates[k]) for k in (0, 1, 3))
+    c_new = f * c.double() + i * torch.tanh(gates[2])
+    return o * torch.tanh(c_new), c_new
+
+
+# ---- cheats: the package's or PyTorch's LSTM, in every wrapping ---------------------------
+
+
+def cheat_lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    return torch.lstm_cell(x, (h, c), weight_ih, weight_hh, bias_ih, bias_hh)
+
+
+def cheat_lstm_cell_plus_zero(x, h, c, *weights):
+    h_new, c_new = torch.lstm_cell(x, (h, c), *weights)
+    return h_new + 0, c_new.clone().double()
+
+
+def _copied(cell, weights):
+    with torch.no_grad():
+        for p, w in zip(cell.parameters(), weights, strict=True):
+            p.copy_(w)
+    return cell
+
+
+def cheat_torch_cell(x, h, c, *weights):
+    cell = _copied(nn.LSTMCell(x.size(1), h.size(1)).double(), weights)
+    with torch.no_grad():
+        h_new, c_new = cell(x, (h, c))
+    return h_new, c_new
+
+
+def cheat_torch_lstm(x, h, c, *weights):
+    lstm = _copied(nn.LSTM(x.size(1), h.size(1), batch_first=True).double(), weights)
+    with torch.no_grad():
+        _, (h_n, c_n) = lstm(x[:, None], (h[None], c[None]))
+    return h_n[0], c_n[0]
+
+
+def cheat_package_cell(x, h, c, *weights):
+    cell = _copied(LSTMCell(x.size(1), h.size(1)).double(), weights)
+    with torch.no_grad():
+        return tuple(cell(x, (h, c)))
+
+
+def cheat_package_lstm(x, h, c, *weights):
+    lstm = _copied(LSTM(x.size(1), h.size(1)).double(), weights)
+    with torch.no_grad():
+        _, (h_n, c_n) = lstm(x[:, None], (h[None], c[None]))
+    return h_n[0], c_n[0]
+
+
+def cheat_package_gates(x, h, c, *weights):
+    cell = _copied(LSTMCell(x.size(1), h.size(1)).double(), weights)
+    with torch.no_grad():
+        i, f, g, o = cell.gates(x, h)
+    c_new = f * c + i * g
+    return o * torch.tanh(c_new), c_new
+
+
+def cheat_by_getattr(x, h, c, *weights):
+    cls = getattr(importlib.import_module("minitx.nn.rnn"), "LSTM" + "Cell")
+    cell = _copied(cls(x.size(1), h.size(1)).double(), weights)
+    with torch.no_grad():
+        return cell(x, (h, c))
+
+
+CHEATS = {
+    "02.lstm_step": (
+        cheat_lstm_cell,
+        cheat_lstm_cell_plus_zero,
+        cheat_torch_cell,
+        cheat_torch_lstm,
+        cheat_package_cell,
+        cheat_package_lstm,
+        cheat_package_gates,
+        cheat_by_getattr,
+    ),
+}
 
 
 @wrong("02.lstm_step", "wrong order")
@@ -93,18 +194,20 @@ CASES: dict[str, Case] = {
         ("(c)", "C)"), {"(a)": "layer by layer", "(b)": "layer by layer"}, no_letter=("e", 3.5)
     ),
     "02.lstm_step": Case(
-        right=(step_by_slices, step_by_units),
+        right=(step_by_slices, step_by_units, step_numpy, step_float64_stacked),
         wrong=wrong_answers("02.lstm_step"),
     ),
     "02.lstm_params": Case(
-        right=(4 * (20 * 10 + 20 * 20 + 20 + 20),),  # 2560
-        wrong=((640, "four gate"), (2400, "bias"), (1920, None), (2520, None)),
-        unreadable=("2560",),
+        right=(4 * (20 * 10 + 20 * 20 + 20 + 20), np.int64(2560), torch.tensor(2560), 2560.0,
+               np.float32(2560), torch.tensor(2560.0, dtype=torch.float64)),  # 2560
+        wrong=((640, "four gate"), (2400, "bias"), (1920, None), (2520, None),
+               ("2560", "whole number"), (2560.5, "whole number")),
     ),
     "02.forget_gate": Case(
-        right=(0.9**20, 0.1216),
-        wrong=((0.9 * 20, "multiplies"), (1 - 0.1 * 20, None), (0.5, "repeatedly")),
-        unreadable=("0.12",),
+        right=(0.9**20, 0.1216, np.float32(0.9) ** 20, torch.tensor(0.9, dtype=torch.float32) ** 20,
+               np.float64(0.12158), [0.1216]),
+        wrong=((0.9 * 20, "multiplies"), (1 - 0.1 * 20, None), (0.5, "repeatedly"),
+               ("0.12", "answer with numbers"), (0.12, "repeatedly")),
     ),
 }
 
@@ -112,7 +215,8 @@ CASES: dict[str, Case] = {
 def check_hidden_size_factors():
     """The per-step factors, by a hand-written backward pass: d h_T / d x_t is
     D_T W_hh D_(T-1) W_hh ... D_t W_ih with D_k = diag(1 - h_k^2)."""
-    x, models = nb02.hidden_size_setup()
+    key = answers.key("02")
+    x, models = key.hidden_size_setup()
     factors = {}
     for H, rnn in models.items():
         W_ih, W_hh = rnn.cell.weight_ih.detach(), rnn.cell.weight_hh.detach()
@@ -132,18 +236,18 @@ def check_hidden_size_factors():
             if t > 0:
                 back = back @ W_hh @ torch.diag_embed(1 - hs[t - 1] ** 2)
         factors[H] = (norms[60] / norms[1]).item() ** (1 / 59)
-    for H, f in nb02.hidden_size_factors().items():
+    for H, f in key.hidden_size_factors().items():
         assert abs(f - factors[H]) < 1e-6, (H, f, factors[H])
     small, wide = factors[32], factors[256]
     assert 0.4 < small < 0.7 and 0.4 < wide < 0.7 and abs(small - wide) < 0.15
-    assert nb02.hidden_size_truth() == "b"
+    assert solution("02.hidden_size") == "b"
 
 
 def check_cnn_reach():
     """1 + L (k - 1) positions: 9 for both stacks, 7 for section 8's stack."""
     for (k, L), want in (((5, 2), 9), ((3, 4), 9), ((3, 3), 7), ((2, 1), 2)):
-        assert nb02.conv_receptive_field(k, L) == want == 1 + L * (k - 1)
-    assert nb02.cnn_reach_truth() == "c"
+        assert answers.key("02").conv_receptive_field(k, L) == want == 1 + L * (k - 1)
+    assert solution("02.cnn_reach") == "c"
 
 
 def check_lstm_step_reference():
@@ -156,8 +260,10 @@ def check_lstm_step_reference():
 
 
 def check_counts():
-    assert nb02._lstm_params() == 2560
-    assert abs(nb02.forget_fraction() - 0.9**20) < 1e-12
+    assert solution("02.lstm_params") == 2560
+    assert abs(answers.key("02").forget_fraction() - 0.9**20) < 1e-12
+    assert answers.key("02").LSTM_SIZES == nb02.LSTM_SIZES
+    assert (answers.key("02").FORGET, answers.key("02").STEPS) == (nb02.FORGET, nb02.STEPS)
 
 
 VALUE_CHECKS = [check_hidden_size_factors, check_cnn_reach, check_lstm_step_reference, check_counts]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.course.exercises import nb04
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
+from minitx.course.exercises import answers, nb04
+from minitx.nn.attention import DotProductAttention, scaled_dot_product_attention
 
 RIGHT_SHAPES = {
     "X": (4, 6), "W_Q": (6, 3), "W_K": (6, 3), "W_V": (6, 3), "Q": (4, 3), "K": (4, 3),
@@ -30,6 +33,84 @@ def attention_by_hand(Q, K, V):
 def attention_einsum(Q, K, V):
     A = torch.einsum("...qd,...kd->...qk", Q, K).div(math.sqrt(Q.size(-1))).softmax(-1)
     return torch.einsum("...qk,...kv->...qv", A, V), A
+
+
+def attention_numpy(Q, K, V):
+    """In NumPy, returning arrays."""
+    Q, K, V = (t.numpy() for t in (Q, K, V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    e = np.exp(s - s.max(-1, keepdims=True))
+    A = e / e.sum(-1, keepdims=True)
+    return A @ V, A
+
+
+def attention_float32(Q, K, V):
+    Q, K, V = Q.float(), K.float(), V.float()
+    A = torch.softmax(Q @ K.mT * Q.shape[-1] ** -0.5, dim=-1)
+    return A @ V, A
+
+
+# ---- cheats: the package's or PyTorch's attention, in every wrapping ----------------------
+
+
+def cheat_two_lines(Q, K, V):
+    Z, A = scaled_dot_product_attention(Q, K, V)
+    return Z, A
+
+
+def cheat_plus_zero(Q, K, V):
+    Z, A = scaled_dot_product_attention(Q, K, V)
+    return Z + 0, A.clone().double()
+
+
+def cheat_tuple(Q, K, V):
+    return tuple(scaled_dot_product_attention(Q, K, V))
+
+
+def cheat_mask(Q, K, V):
+    every = torch.ones(Q.shape[-2], K.shape[-2]).bool()
+    return scaled_dot_product_attention(Q, K, V, every)
+
+
+def cheat_torch(Q, K, V):
+    """PyTorch's fused attention for Z, the weights by hand."""
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)), dim=-1)
+    return F.scaled_dot_product_attention(Q, K, V), A
+
+
+def cheat_module(Q, K, V):
+    """The package's DotProductAttention on the batch dimensions flattened."""
+    lead = Q.shape[:-2]
+    q, k, v = (t.reshape(-1, *t.shape[-2:]) for t in (Q, K, V))
+    Z, A = DotProductAttention(Q.size(-1))(q, k, v)
+    return Z.reshape(*lead, *Z.shape[-2:]), A.reshape(*lead, *A.shape[-2:])
+
+
+def cheat_by_getattr(Q, K, V):
+    module = importlib.import_module("minitx.nn.attention")
+    fn = getattr(module, "scaled_dot_product_" + "attention")
+    Z, A = fn(Q, K, V)
+    return Z, A
+
+
+def cheat_float(Q, K, V):
+    Z, A = scaled_dot_product_attention(Q, K, V, scale=float(Q.size(-1)) ** -0.5)
+    return Z.double(), A.double()
+
+
+CHEATS = {
+    "04.attention": (
+        scaled_dot_product_attention,
+        cheat_two_lines,
+        cheat_plus_zero,
+        cheat_tuple,
+        cheat_mask,
+        cheat_torch,
+        cheat_module,
+        cheat_by_getattr,
+        cheat_float,
+    ),
+}
 
 
 @wrong("04.attention", "did not scale")
@@ -93,29 +174,36 @@ CASES: dict[str, Case] = {
         never=("towards",),
     ),
     "04.attention": Case(
-        right=(attention_by_hand, attention_einsum),
+        right=(attention_by_hand, attention_einsum, attention_numpy, attention_float32),
         wrong=wrong_answers(
             "04.attention",
             ("attention", "expected a function"),
         ),
     ),
     "04.shapes": Case(
-        right=(RIGHT_SHAPES, {k: list(v) for k, v in RIGHT_SHAPES.items()}),
+        right=(RIGHT_SHAPES, {k: list(v) for k, v in RIGHT_SHAPES.items()},
+               {k: torch.Size(v) for k, v in RIGHT_SHAPES.items()},
+               {k: tuple(np.int64(d) for d in v) for k, v in RIGHT_SHAPES.items()}),
         wrong=(
             ([(4, 6)], "dict"),
             ({"X": (4, 6)}, "missing: W_Q"),
             ({**RIGHT_SHAPES, "S": (4, 3), "W_V": (3, 6)}, "check W_V, S"),
+            ({**RIGHT_SHAPES, "A": "4 x 4"}, "tuple of whole numbers"),
         ),
     ),
     "04.tiny": Case(
-        right=([0.80, 0.20], (0.8044, 0.1956)),
+        right=([0.80, 0.20], (0.8044, 0.1956), np.array([0.8044, 0.1956], dtype=np.float32),
+               torch.tensor([0.80, 0.20], dtype=torch.float32),
+               [1 / (1 + math.exp(-math.sqrt(2))), 1 / (1 + math.exp(math.sqrt(2)))],
+               torch.softmax(torch.tensor([2.0, 0.0]) / 2**0.5, -1)),
         wrong=(
             ([0.88, 0.12], "sqrt(d_k)"),
             ([0.5, 0.5], "softmax over the two"),
             ([0.8], "give 2"),
+            ("0.80, 0.20", "answer with numbers"),
+            (5, "list of 2 numbers"),
         ),
         never=("0.80", "0.20"),
-        unreadable=(5,),
     ),
 }
 
@@ -134,15 +222,16 @@ def shift_keys_is_unchanged_by_algebra():
     rng = np.random.default_rng(7)
     q, K, c = rng.normal(size=(5, 3)), rng.normal(size=(4, 3)), rng.normal(size=3) * 5
     assert np.allclose(_softmax(q @ K.T), _softmax(q @ (K + c).T))
-    assert nb04.shift_keys_outcome() == "unchanged"
+    assert solution("04.shift_keys") == "a"  # (a) unchanged
 
 
 def repeat_word_moves_towards_river():
     # z = sum_j w_j v_j / sum_j w_j. A second 'river' adds the term w_r v_r:
     # z' = (W z + w_r v_r) / (W + w_r), a point on the segment from z to v_r.
-    W_Q, W_K, W_V = (m.numpy() for m in nb04.random_projections(16, d_k=16))
-    words = list(nb04.REPEAT_SENTENCE)
-    X = nb04.embed_tokens([*words, "river"], 16).numpy()
+    key = answers.key("04")
+    W_Q, W_K, W_V = (m.numpy() for m in key.random_projections(16, d_k=16))
+    words = list(key.REPEAT_SENTENCE)
+    X = key.embed_tokens([*words, "river"], 16).numpy()
     q = X[1] @ W_Q
     w = np.exp((X @ W_K) @ q / 4.0)  # sqrt(16) = 4
     V = X @ W_V
@@ -151,18 +240,20 @@ def repeat_word_moves_towards_river():
     t = w[5] / w.sum()
     assert np.allclose(z_after, (1 - t) * z_before + t * V[4])  # V[4] is v_river
     assert 0 < t < 1
-    assert nb04.repeat_word_outcome() == "moves straight towards v_river"
+    assert solution("04.repeat_word") == "b"  # (b) moves straight towards v_river
 
 
 def tiny_by_hand():
     # scores [2, 0] / sqrt(2): the first weight is 1 / (1 + e^(-sqrt 2)).
     first = 1 / (1 + math.exp(-math.sqrt(2)))
-    assert np.allclose(nb04.expected_tiny().numpy(), [first, 1 - first])
+    assert np.allclose(answers.key("04").tiny().numpy(), [first, 1 - first])
+    assert np.allclose(solution("04.tiny"), [first, 1 - first], atol=1e-4)
     assert abs(first - 0.8044) < 1e-4
 
 
 def shapes_by_hand():
-    assert nb04.expected_shapes() == RIGHT_SHAPES
+    assert solution("04.shapes") == RIGHT_SHAPES
+    assert tuple(RIGHT_SHAPES) == nb04.SHAPE_NAMES
 
 
 VALUE_CHECKS = [

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from exercise_cases import Case, prediction, wrong, wrong_answers
-from minitx.course.exercises import nb05
+from exercise_cases import Case, prediction, solution, wrong, wrong_answers
+from minitx.nn.attention import masked_softmax, scaled_dot_product_attention
+from minitx.nn.masks import causal_mask
 
 # ---- learner functions for 05.masked_softmax -----------------------------------------------
 
@@ -25,6 +29,20 @@ def exp_by_hand(scores, mask):
     e = torch.where(mask, shifted.clamp_max(0).exp(), torch.zeros_like(scores))
     total = e.sum(-1, keepdim=True)
     return e / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def masked_softmax_in_float32(scores, mask):
+    """Computed in float32 (the usual dtype of a model), from scratch."""
+    s = scores.float().masked_fill(~mask, -1e30)
+    e = (s - s.amax(-1, keepdim=True)).exp() * mask
+    total = e.sum(-1, keepdim=True)
+    return e / total.clamp_min(1e-30)
+
+
+def masked_softmax_by_logsumexp(scores, mask):
+    """float64: exp(s - logsumexp(s)) over the allowed keys, zeros elsewhere."""
+    s = scores.double().masked_fill(~mask, torch.finfo(torch.float64).min)
+    return (s - s.logsumexp(-1, keepdim=True)).exp() * mask
 
 
 @wrong("05.masked_softmax", "NaN in row (0, 1), where every key is blocked")
@@ -147,6 +165,25 @@ def loop_over_positions(Q, K, V):
     return torch.cat(rows_Z, -2), torch.cat(rows_A, -2)
 
 
+def causal_in_numpy(Q, K, V):
+    """NumPy arrays in and out (the checker reads arrays), float64."""
+    q, k, v = np.asarray(Q), np.asarray(K), np.asarray(V)
+    T = q.shape[-2]
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    a = e / e.sum(-1, keepdims=True)
+    return a @ v, a
+
+
+def causal_in_float32(Q, K, V):
+    Q, K, V = Q.float(), K.float(), V.float()
+    T = Q.size(-2)
+    future = torch.arange(T)[None, :] > torch.arange(T)[:, None]
+    A = (Q @ K.mT * Q.size(-1) ** -0.5).masked_fill(future, float("-inf")).softmax(-1)
+    return A @ V, A
+
+
 CASES: dict[str, Case] = {
     "05.change_first": prediction(
         ("(c)", " C ", "all three outputs"),
@@ -155,23 +192,133 @@ CASES: dict[str, Case] = {
         never=("all three",),
     ),
     "05.masked_softmax": Case(
-        right=(softmax_then_zero_nan, exp_by_hand),
+        right=(softmax_then_zero_nan, exp_by_hand, masked_softmax_in_float32,
+               masked_softmax_by_logsumexp),
         wrong=wrong_answers("05.masked_softmax"),
     ),
     "05.causal_attention": Case(
-        right=(causal_by_hand, causal_with_triu_offset, loop_over_positions),
+        right=(causal_by_hand, causal_with_triu_offset, loop_over_positions, causal_in_numpy,
+               causal_in_float32),
         wrong=wrong_answers("05.causal_attention"),
     ),
     "05.combined": Case(
-        right=(38, 38.0),
+        right=(38, 38.0, np.int64(38), torch.tensor(38)),
         wrong=(
             (66, "causal mask alone"),
             (44, "padding mask alone"),
             (38.5, "whole number"),
             (40, "both masks allow it"),
+            ("many", "whole number"),
         ),
         never=("38",),
-        unreadable=("many",),
+    ),
+}
+
+
+# ---- answers that only hand the work to the package or to PyTorch: each must be refused ----
+
+
+def softmax_two_lines(scores, mask):
+    weights = masked_softmax(scores, mask)
+    return weights
+
+
+def softmax_plus_zero(scores, mask):
+    return masked_softmax(scores, mask) + 0
+
+
+def softmax_cloned(scores, mask):
+    return masked_softmax(scores.clone(), mask.bool()).clone()
+
+
+def softmax_by_getattr(scores, mask):
+    module = importlib.import_module("minitx.nn.attention")
+    return getattr(module, "masked_" + "softmax")(scores, mask).double()
+
+
+def softmax_from_the_packages_attention(scores, mask):
+    """Q = scores and K = V = I: the attention weights are the masked softmax of the scores."""
+    eye = torch.eye(scores.size(-1), dtype=scores.dtype)
+    _, weights = scaled_dot_product_attention(scores, eye, eye, mask, scale=1.0)
+    return weights
+
+
+def softmax_from_torch_attention(scores, mask):
+    """PyTorch's fused attention with Q = scores, K = V = I returns the weights as its output."""
+    eye = torch.eye(scores.size(-1), dtype=scores.dtype)
+    out = F.scaled_dot_product_attention(scores, eye, eye, attn_mask=mask, scale=1.0)
+    return out.nan_to_num(0.0) * mask
+
+
+def causal_two_lines(Q, K, V):
+    Z, A = scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)))
+    return Z, A
+
+
+def causal_tuple(Q, K, V):
+    return tuple(scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)).bool()))
+
+
+def causal_plus_zero_cloned(Q, K, V):
+    Z, A = scaled_dot_product_attention(Q.clone(), K, V, causal_mask(Q.size(-2)))
+    return Z + 0, A.clone().double()
+
+
+def causal_by_getattr(Q, K, V):
+    attention = importlib.import_module("minitx.nn.attention")
+    mask = torch.ones(Q.size(-2), Q.size(-2), dtype=torch.bool).tril()
+    return getattr(attention, "scaled_dot_product_" + "attention")(Q, K, V, mask)
+
+
+def causal_mask_with_own_softmax(Q, K, V):
+    """The package's causal_mask, reached under another name."""
+    allowed = importlib.import_module("minitx.nn.masks").causal_mask(Q.size(-2))
+    A = (Q @ K.mT / math.sqrt(Q.size(-1))).masked_fill(~allowed, float("-inf")).softmax(-1)
+    return A @ V, A
+
+
+def causal_from_torch_fused(Q, K, V):
+    """F.scaled_dot_product_attention with is_causal: Z from V, and A from V = I."""
+    eye = torch.eye(Q.size(-2), dtype=Q.dtype)
+    Z = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
+    return Z, F.scaled_dot_product_attention(Q, K, eye, is_causal=True)
+
+
+def causal_from_torch_module(Q, K, V):
+    """nn.MultiheadAttention, one head, identity projections (V padded to d_k columns)."""
+    *lead, T, d = Q.shape
+    d_v = V.size(-1)
+    mha = nn.MultiheadAttention(d, 1, bias=False, batch_first=True).double()
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.eye(d, dtype=torch.float64).repeat(3, 1))
+        mha.out_proj.weight.copy_(torch.eye(d, dtype=torch.float64))
+    q, k = Q.reshape(-1, T, d), K.reshape(-1, T, d)
+    v = F.pad(V, (0, d - d_v)).reshape(-1, T, d)
+    blocked = torch.ones(T, T, dtype=torch.bool).triu(1)
+    Z, A = mha(q, k, v, attn_mask=blocked, need_weights=True)
+    return Z[..., :d_v].reshape(*lead, T, d_v), A.reshape(*lead, T, T)
+
+
+CHEATS = {
+    "05.masked_softmax": (
+        masked_softmax,
+        lambda scores, mask: masked_softmax(scores, mask),
+        softmax_two_lines,
+        softmax_plus_zero,
+        softmax_cloned,
+        softmax_by_getattr,
+        softmax_from_the_packages_attention,
+        softmax_from_torch_attention,
+    ),
+    "05.causal_attention": (
+        scaled_dot_product_attention,
+        causal_two_lines,
+        causal_tuple,
+        causal_plus_zero_cloned,
+        causal_by_getattr,
+        causal_mask_with_own_softmax,
+        causal_from_torch_fused,
+        causal_from_torch_module,
     ),
 }
 
@@ -196,13 +343,13 @@ def change_first_moves_every_output():
     changed[0] = rng.normal(size=4)
     moved = np.abs(outputs(changed) - outputs(X)).max(-1) > 1e-9
     assert moved.tolist() == [True, True, True]
-    assert nb05.change_first_outcome() == "all three outputs"
+    assert solution("05.change_first") == "c"  # (c) all three outputs
 
 
 def combined_by_hand():
     # Query i (from 1) may see keys 1..min(i, 4): 1 + 2 + 3 + 4 for the first four queries,
     # then 4 for each of the 7 padding queries.
-    assert 1 + 2 + 3 + 4 + 7 * 4 == 38 == nb05.expected_combined()
+    assert 1 + 2 + 3 + 4 + 7 * 4 == 38 == solution("05.combined")
 
 
 VALUE_CHECKS = [change_first_moves_every_output, combined_by_hand]

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
+import numpy as np
 import torch
 
 from exercise_cases import Case, prediction, solution, wrong, wrong_answers
-from minitx.course.exercises.nb06 import swap_heads, swap_truth
+from minitx.course.exercises import answers
 from minitx.course.relations import RelationNet
 from minitx.data.relations import RelationTask
 from minitx.nn.attention import MultiHeadAttention, merge_heads, split_heads
+from minitx.nn.masks import additive_mask
 
 # ---- split_heads: right and wrong, written by hand --------------------------------------
 
@@ -22,6 +25,16 @@ def split_by_reshape(x, n_heads):
 
 def split_by_chunks(x, n_heads):
     return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
+
+
+def split_in_numpy(x, n_heads):
+    """A NumPy array back (the checker reads arrays)."""
+    B, T, C = x.shape
+    return np.asarray(x).reshape(B, T, n_heads, C // n_heads).transpose(0, 2, 1, 3)
+
+
+def split_by_unflatten(x, n_heads):
+    return x.unflatten(-1, (n_heads, -1)).movedim(2, 1)
 
 
 @wrong("06.split_heads", "that is (B, n_heads, T, d_k)")
@@ -59,6 +72,15 @@ def merge_by_cat(z):
     return torch.cat(z.unbind(dim=1), dim=-1)
 
 
+def merge_in_numpy(z):
+    B, h, T, d = z.shape
+    return np.asarray(z).transpose(0, 2, 1, 3).reshape(B, T, h * d)
+
+
+def merge_by_flatten(z):
+    return z.movedim(1, 2).flatten(-2)
+
+
 @wrong("06.merge_heads", "first entry that differs")
 def merge_without_transpose(z):
     B, h, T, d = z.shape
@@ -93,6 +115,14 @@ def to_float_mask(mask):
     return torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
 
 
+def to_float64_mask(mask):
+    return torch.where(mask, 0.0, float("-inf")).double()
+
+
+def by_equality(mask):
+    return mask == torch.zeros_like(mask)
+
+
 @wrong("06.torch_mask", "unchanged")
 def unchanged(mask):
     return mask
@@ -121,17 +151,17 @@ def divide_by_zero(*args):
 
 CASES: dict[str, Case] = {
     "06.split_heads": Case(
-        right=(split_by_reshape, split_by_chunks),
+        right=(split_by_reshape, split_by_chunks, split_in_numpy, split_by_unflatten),
         wrong=wrong_answers("06.split_heads", ("x.view(B, T, h, d)", "function")),
         never=("transpose(1, 2)", "permute"),
     ),
     "06.merge_heads": Case(
-        right=(merge_by_reshape, merge_by_cat),
+        right=(merge_by_reshape, merge_by_cat, merge_in_numpy, merge_by_flatten),
         wrong=wrong_answers("06.merge_heads", (42, "function")),
         never=("transpose(1, 2)",),
     ),
     "06.torch_mask": Case(
-        right=(negate, logical_not, to_float_mask),
+        right=(negate, logical_not, to_float_mask, to_float64_mask, by_equality),
         wrong=wrong_answers("06.torch_mask", ("~mask", "function")),
     ),
     "06.swap_heads": prediction(
@@ -139,6 +169,67 @@ CASES: dict[str, Case] = {
         {"b": "not what the experiment shows", "(c)": "slot number"},
         never=("same", "unchanged"),
     ),
+}
+
+
+# ---- answers that only hand the work to the package: each must be refused ----------------
+
+
+def split_two_lines(x, n_heads):
+    heads = split_heads(x, n_heads)
+    return heads
+
+
+def split_cloned(x, n_heads):
+    return split_heads(x.clone(), int(n_heads)).clone() + 0
+
+
+def split_by_getattr(x, n_heads):
+    return getattr(importlib.import_module("minitx.nn.attention"), "split_" + "heads")(x, n_heads)
+
+
+def split_by_the_modules_projection(x, n_heads):
+    """MultiHeadAttention.project with W_Q = I and no bias is split_heads."""
+    C = x.size(-1)
+    mha = MultiHeadAttention(C, n_heads, bias=False).double()
+    with torch.no_grad():
+        mha.in_proj.weight.copy_(torch.eye(C, dtype=torch.float64).repeat(3, 1))
+    return mha.project(x, "q")
+
+
+def merge_two_lines(z):
+    merged = merge_heads(z)
+    return merged
+
+
+def merge_cloned(z):
+    return merge_heads(z.clone()).clone().double() + 0
+
+
+def merge_by_getattr(z):
+    return getattr(importlib.import_module("minitx.nn.attention"), "merge_" + "heads")(z)
+
+
+def mask_two_lines(mask):
+    converted = additive_mask(mask)
+    return converted
+
+
+def mask_plus_zero(mask):
+    return additive_mask(mask.bool(), torch.float64) + 0
+
+
+def mask_by_getattr(mask):
+    return getattr(importlib.import_module("minitx.nn.masks"), "additive_" + "mask")(mask).clone()
+
+
+CHEATS = {
+    "06.split_heads": (split_heads, lambda x, h: split_heads(x, h), split_two_lines,
+                       split_cloned, split_by_getattr, split_by_the_modules_projection),
+    "06.merge_heads": (merge_heads, lambda z: merge_heads(z), merge_two_lines, merge_cloned,
+                       merge_by_getattr),
+    "06.torch_mask": (additive_mask, lambda mask: additive_mask(mask), mask_two_lines,
+                      mask_plus_zero, mask_by_getattr),
 }
 
 
@@ -181,6 +272,8 @@ def _split_and_merge_agree_with_a_loop_over_heads(split_heads, merge_heads):
 
 
 def check_nb06_swapping_heads_changes_nothing_and_the_letter_says_so():
+    key = answers.key("06")  # the instructor's experiment
+    swap_heads, swap_truth = key.swap_heads, key.swap_truth
     task = RelationTask()
     torch.manual_seed(3)
     model = RelationNet.for_task(task).double().eval()

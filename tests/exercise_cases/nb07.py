@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -9,12 +10,8 @@ import pytest
 import torch
 
 from exercise_cases import Case, prediction, solution, wrong, wrong_answers
-from minitx.course.exercises.nb07 import (
-    expected_block_params,
-    expected_initial_loss,
-    window_reach,
-    window_truth,
-)
+from minitx.course.exercises import answers
+from minitx.nn.encoder_decoder import DateTransformer
 from minitx.nn.masks import sliding_window_mask
 from minitx.nn.transformer import TransformerBlock, sinusoidal_positions
 
@@ -37,6 +34,17 @@ def table_in_numpy_float32(T, d):
     pe = np.zeros((T, d), dtype=np.float32)
     pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
     return pe
+
+
+def table_in_numpy_float64(T, d):
+    angle = np.arange(T)[:, None] * np.exp(-np.log(10000.0) * np.arange(0, d, 2) / d)
+    return np.stack([np.sin(angle), np.cos(angle)], axis=-1).reshape(T, d)
+
+
+def table_in_float32(T, d):
+    pos = torch.arange(T, dtype=torch.float32)[:, None]
+    angle = pos / torch.pow(10000.0, torch.arange(0, d, 2, dtype=torch.float32) / d)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
 
 
 @wrong("07.sinusoidal", "PE(0, 0), a sine column: yours is 1.0000")
@@ -84,7 +92,8 @@ def crashes_on_a_single_position(T, d):
 
 CASES: dict[str, Case] = {
     "07.sinusoidal": Case(
-        right=(table_with_loops, table_in_numpy_float32),
+        right=(table_with_loops, table_in_numpy_float32, table_in_numpy_float64,
+               table_in_float32),
         wrong=wrong_answers(
             "07.sinusoidal",
             ("sin(pos / 10000 ** (2 * i / d))", "function"),
@@ -98,30 +107,69 @@ CASES: dict[str, Case] = {
         ("(b)", "B."), {"a": "not what the experiment shows", "(c)": "second block"}
     ),
     "07.block_params": Case(
-        right=(12 * 48 * 48 + 13 * 48,),
+        right=(12 * 48 * 48 + 13 * 48, 28272.0, np.int64(28272), torch.tensor(28272)),
         wrong=(
             (4 * 48 * 48 + 2 * 48 * 192, "bias"),
             (4 * 48 * 48 + 4 * 48 + 2 * 48 * 192 + 192 + 48, "left out the two"),
             (4 * 48 * 48 + 4 * 48 + 2 * 48 * 192 + 192 + 48 + 96, "each of the two"),
             (4 * (4 * 48 * 48 + 4 * 48) + 2 * 48 * 192 + 192 + 48 + 4 * 48, "number of heads"),
             (12345, "two LayerNorms"),
-            (28272.0, "int"),
+            (28272.5, "whole number"),
+            ("28272", "whole number"),
         ),
+        never=("28272",),
     ),
     "07.initial_loss": Case(
-        right=(math.log(32000), 10.37),
+        right=(math.log(32000), 10.37, np.log(np.float32(32000)), torch.tensor(32000.0).log(),
+               np.float64(10.374)),
         wrong=(
             (math.log2(32000), "natural logarithm"),
             (math.log10(32000), "natural logarithm"),
             (1 / 32000, "-log"),
             (4.17, "same probability"),
-            ("ln 32000", "number"),
+            ("ln 32000", "answer with numbers"),
         ),
     ),
 }
 
 
+# ---- answers that only hand the work to the package: each must be refused -----------------
+
+
+def table_two_lines(T, d):
+    table = sinusoidal_positions(T, d)
+    return table
+
+
+def table_double_plus_zero(T, d):
+    return sinusoidal_positions(int(T), int(d)).double() + 0
+
+
+def table_by_getattr(T, d):
+    positions = importlib.import_module("minitx.nn.positions")
+    return getattr(positions, "sinusoidal_" + "positions")(T, d, dtype=torch.float64).clone()
+
+
+def table_from_a_model(T, d):
+    """The table DateTransformer builds for its positions."""
+    return DateTransformer(d_model=d, n_heads=1, max_len=T).pe[:T].clone()
+
+
+CHEATS = {
+    "07.sinusoidal": (
+        sinusoidal_positions,
+        lambda T, d: sinusoidal_positions(T, d),
+        table_two_lines,
+        table_double_plus_zero,
+        table_by_getattr,
+        table_from_a_model,
+    ),
+}
+
+
 def check_nb07_expected_values_agree_with_independent_computations():
+    key = answers.key("07")  # the instructor's computations
+    expected_block_params, expected_initial_loss = key.block_params, key.initial_loss
     for T, d in ((4, 6), (1, 2), (30, 8)):
         assert torch.allclose(solution("07.sinusoidal")(T, d), table_with_loops(T, d), atol=1e-12)
         assert torch.allclose(
@@ -135,6 +183,7 @@ def check_nb07_expected_values_agree_with_independent_computations():
 
 
 def check_nb07_sliding_windows_reach_one_window_per_block():
+    window_reach = answers.key("07").window_reach
     band = sliding_window_mask(6, 3)
     by_hand = torch.tensor([[i - 3 < j <= i for j in range(6)] for i in range(6)])
     assert torch.equal(band, by_hand)
@@ -142,7 +191,7 @@ def check_nb07_sliding_windows_reach_one_window_per_block():
     assert window_reach(12, 4, 2) == 6  # two blocks: 2 (w - 1)
     assert window_reach(12, 3, 3) == 6  # three blocks of w = 3: 3 * 2
     assert window_reach(12, 4, 4) == 11  # 4 * 3 = 12 is beyond the last position
-    assert window_truth() == "b"
+    assert solution("07.window_reach") == "b"
 
 
 VALUE_CHECKS = [

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
+import numpy as np
+import torch
+
 from exercise_cases import Case, solution, wrong, wrong_answers
+from minitx.train.config import TrainConfig
+from minitx.train.optim import lr_at
 
 # ---- 08.wsd: learner functions, right and wrong --------------------------------------------
 
@@ -18,6 +24,22 @@ def wsd_by_pieces(step, max_steps, peak, warmup_steps, cooldown_steps):
         return peak
     left = (max_steps - step) / max(1, max_steps - first_decay_step)
     return peak * left
+
+
+def wsd_in_numpy_float32(step, max_steps, peak, warmup_steps, cooldown_steps):
+    """A NumPy float32 scalar, as np.interp gives it through the three corners."""
+    start = max(warmup_steps, max_steps - cooldown_steps)
+    if step < warmup_steps:
+        return np.float32(peak * (step + 1) / warmup_steps)
+    return np.float32(np.interp(step, [start, max_steps], [peak, 0.0]))
+
+
+def wsd_as_a_tensor(step, max_steps, peak, warmup_steps, cooldown_steps):
+    """A 0-d float64 tensor, from min() of the three lines."""
+    warm = (step + 1) / warmup_steps if warmup_steps else 1.0
+    start = max(warmup_steps, max_steps - cooldown_steps)
+    decay = (max_steps - step) / max(1, max_steps - start)
+    return torch.tensor(peak, dtype=torch.float64) * min(warm, 1.0, decay)
 
 
 @wrong("08.wsd", "(the warmup)")
@@ -66,8 +88,63 @@ CASES = {
         ),
     ),
     "08.wsd": Case(
-        right=(wsd_by_pieces,),
+        right=(wsd_by_pieces, wsd_in_numpy_float32, wsd_as_a_tensor),
         wrong=wrong_answers("08.wsd", (5, "a function")),
+    ),
+}
+
+
+# ---- answers that only hand the work to the trainer's schedule or PyTorch's: refused ------
+
+
+def wsd_by_the_trainers_function(step, max_steps, peak, warmup_steps, cooldown_steps):
+    rate = lr_at(step, learning_rate=peak, min_lr=0.0, warmup_steps=warmup_steps,
+                 decay_steps=max_steps, schedule="wsd", cooldown_steps=cooldown_steps)
+    return float(rate) + 0
+
+
+def wsd_by_the_trainers_config(step, max_steps, peak, warmup_steps, cooldown_steps):
+    config = TrainConfig(max_steps=max_steps, learning_rate=peak, min_lr=0.0,
+                         warmup_steps=warmup_steps, schedule="wsd",
+                         cooldown_frac=cooldown_steps / max_steps)
+    return config.lr_at(step)
+
+
+def wsd_by_getattr(step, max_steps, peak, warmup_steps, cooldown_steps):
+    schedule = getattr(importlib.import_module("minitx.train.optim"), "lr" + "_at")
+    return schedule(step, learning_rate=peak, min_lr=0.0, warmup_steps=warmup_steps,
+                    decay_steps=max_steps, schedule="wsd", cooldown_steps=cooldown_steps)
+
+
+def wsd_by_torch_schedulers(step, max_steps, peak, warmup_steps, cooldown_steps):
+    """LinearLR up, ConstantLR, LinearLR down, chained by SequentialLR, stepped `step` times."""
+    sched = torch.optim.lr_scheduler
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=peak)
+    start = max(warmup_steps, max_steps - cooldown_steps)
+    parts, milestones = [], []
+    if warmup_steps:
+        parts.append(sched.LinearLR(optimizer, 1 / warmup_steps, 1.0, warmup_steps - 1))
+        milestones.append(warmup_steps)
+    parts.append(sched.ConstantLR(optimizer, 1.0, max(1, start - warmup_steps)))
+    milestones.append(start)
+    parts.append(sched.LambdaLR(optimizer, lambda i: 1 - i / max(1, max_steps - start)))
+    schedule = sched.SequentialLR(optimizer, parts, milestones[-len(parts) + 1:])
+    for _ in range(step):
+        optimizer.step()
+        schedule.step()
+    return optimizer.param_groups[0]["lr"]
+
+
+CHEATS = {
+    "08.wsd": (
+        lr_at,
+        lambda step, max_steps, peak, warmup_steps, cooldown_steps: lr_at(
+            step, learning_rate=peak, min_lr=0.0, warmup_steps=warmup_steps,
+            decay_steps=max_steps, schedule="wsd", cooldown_steps=cooldown_steps),
+        wsd_by_the_trainers_function,
+        wsd_by_the_trainers_config,
+        wsd_by_getattr,
+        wsd_by_torch_schedulers,
     ),
 }
 
@@ -75,12 +152,13 @@ CASES = {
 def deep_init_by_the_square_root_rule():
     """Without the scaling, 4 times the blocks give about sqrt(4) = 2 times the std; with it,
     the stream after the last block is about as wide at 16 blocks as at 4."""
-    from minitx.course.exercises import nb08
+    from minitx.course.exercises import answers
 
-    scaled = nb08.residual_std(16, True) / nb08.residual_std(4, True)
-    unscaled = nb08.residual_std(16, False) / nb08.residual_std(4, False)
+    key = answers.key("08")  # the instructor's measurement
+    scaled = key.residual_std(16, True) / key.residual_std(4, True)
+    unscaled = key.residual_std(16, False) / key.residual_std(4, False)
     assert 0.8 < scaled < 1.2 and 1.6 < unscaled < 2.8
-    assert nb08.depth_truth() == {"scaled": "a", "unscaled": "b"}
+    assert solution("08.deep_init") == {"scaled": "a", "unscaled": "b"}
 
 
 def wsd_against_the_trainers_schedule():

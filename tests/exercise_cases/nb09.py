@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
+import numpy as np
 import torch
 
 from exercise_cases import Case, solution, wrong, wrong_answers
+from minitx.course.exercises import answers
+from minitx.course.exercises.seal import canonical, seal
+from minitx.data import text_stats
+from minitx.data.text_stats import longest_verbatim_match, match_lengths
+from minitx.nn import generation
+from minitx.nn.generation import filter_logits, top_p_filter
 
 # ---- 09.top_p: learner functions, right and wrong --------------------------------------
 
@@ -36,6 +44,29 @@ def top_p_keep_mask(logits, p):
     keep_sorted = torch.cumsum(probs, dim=-1) - probs < p
     keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
     return torch.where(keep, logits, torch.full_like(logits, float("-inf")))
+
+
+def top_p_numpy(logits, p):
+    """Right, in NumPy: a stable sort of the negated probabilities, row by row."""
+    x = logits.numpy()
+    flat = x.reshape(-1, x.shape[-1])
+    out = flat.copy()
+    for row, logit_row in zip(out, flat, strict=True):
+        probs = np.exp(logit_row - logit_row.max())
+        probs /= probs.sum()
+        order = np.argsort(-probs, kind="stable")
+        before = np.cumsum(probs[order]) - probs[order]
+        row[order[before >= p]] = -np.inf
+    return torch.from_numpy(out.reshape(x.shape))
+
+
+def top_p_float32(logits, p):
+    """Right, with the probabilities worked out in float32 (the kept logits untouched)."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    drop_sorted = sorted_probs.cumsum(dim=-1) - sorted_probs >= p
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, -math.inf)
 
 
 @wrong("09.top_p", "one too few")
@@ -115,6 +146,28 @@ def raises(logits, p):
 # ---- 09.longest_match -------------------------------------------------------------------
 
 
+def longest_by_numpy(sample, corpus):
+    """Right, returning a NumPy integer: for each start, the longest piece found there."""
+    lengths = np.zeros(len(sample) + 1, dtype=np.int64)
+    for i in range(len(sample)):
+        n = 0
+        while i + n < len(sample) and sample[i : i + n + 1] in corpus:
+            n += 1
+        lengths[i] = n
+    return lengths.max()
+
+
+def longest_as_tensor(sample, corpus):
+    """Right, returning a 0-d integer tensor: grow the window while it occurs."""
+    best = torch.tensor(0)
+    for i in range(len(sample)):
+        for j in range(i + int(best) + 1, len(sample) + 1):
+            if sample[i:j] not in corpus:
+                break
+            best = torch.tensor(j - i)
+    return best
+
+
 def longest_by_brute_force(sample, corpus):
     """Right: every piece of the sample, longest first."""
     for n in range(len(sample), 0, -1):
@@ -146,23 +199,89 @@ def one_short(sample, corpus):
     return max(0, longest_by_brute_force(sample, corpus) - 1)
 
 
+# ---- cheats: the package's own pieces, however reached; each must be refused ----------
+
+
+def top_p_one_line(logits, p):
+    return top_p_filter(logits, p)
+
+
+def top_p_two_lines(logits, p):
+    out = top_p_filter(logits, p)
+    return out
+
+
+def top_p_plus_zero(logits, p):
+    return top_p_filter(logits, p) + 0
+
+
+def top_p_clone(logits, p):
+    return top_p_filter(logits.clone(), float(p)).clone()
+
+
+def top_p_double(logits, p):
+    return top_p_filter(logits.double(), p).double()
+
+
+def top_p_by_filter_logits(logits, p):
+    return filter_logits(logits, top_p=p)
+
+
+def top_p_by_getattr(logits, p):
+    module = importlib.import_module("minitx.nn." + "generation")
+    return getattr(module, "top_p" + "_filter")(logits, p) * 1
+
+
+def top_p_by_attribute(logits, p):
+    kept = generation.top_p_filter(logits, p)
+    return torch.where(torch.isfinite(kept), logits, kept)
+
+
+def longest_two_lines(sample, corpus):
+    match = longest_verbatim_match(sample, corpus)
+    return int(match.length)
+
+
+def longest_by_match_lengths(sample, corpus):
+    return int(match_lengths(sample, corpus).max(initial=0))
+
+
+def longest_by_getattr(sample, corpus):
+    module = importlib.import_module("minitx.data." + "text_stats")
+    return int(getattr(module, "match_" + "lengths")(sample, corpus).max(initial=0))
+
+
+CHEATS = {
+    "09.top_p": (top_p_filter, top_p_one_line, top_p_two_lines, top_p_plus_zero, top_p_clone,
+                 top_p_double, top_p_by_filter_logits, top_p_by_getattr, top_p_by_attribute,
+                 lambda logits, p: (*tuple([top_p_filter(logits, p)]),)[-1]),
+    "09.longest_match": (longest_verbatim_match, longest_two_lines, longest_by_match_lengths,
+                         longest_by_getattr,
+                         lambda s, c: longest_verbatim_match(s, c).length,  # one line
+                         lambda s, c: text_stats.longest_verbatim_match(str(s), c).length + 0,
+                         lambda s, c: float(longest_verbatim_match(s, c).length)),
+}
+
+
 CASES: dict[str, Case] = {
     "09.top_p": Case(
-        right=(top_p_by_loop, top_p_keep_mask),
+        right=(top_p_by_loop, top_p_keep_mask, top_p_numpy, top_p_float32),
         wrong=wrong_answers("09.top_p", (0.8, "a function")),
     ),
     # (2 ln 6, 0, 0) / 2 = (ln 6, 0, 0): 6 / (6 + 1 + 1) = 0.75; at temperature 1,
     # 36 / 38 = 0.947; multiplied by 2, 6^4 / (6^4 + 2) = 0.998; leaving out the zeros' exp(0) = 1
     # terms, 6 / 6 = 1
     "09.temperature": Case(
-        right=(0.75, 0.7501, 6 / 8),
+        right=(0.75, 0.7501, 6 / 8, np.float32(0.75), np.float64(0.7499), torch.tensor(0.75),
+               torch.tensor(0.75, dtype=torch.float32), [0.75], np.array([0.75])),
         wrong=(
             (0.947, "temperature 1"),
             (0.998, "multiplied"),
             (0.6, "divide every logit"),
             (1.0, "exp(0) = 1"),
             (0.99, "less likely, not more"),
-            ("0.75", "answer with a float"),
+            ("0.75", "answer with numbers"),
+            ((0.75, 0.25), "give 1 numbers"),
         ),
     ),
     # capitals: 'A' and 'a' are different ids, and runs of capitals in the corpus are the
@@ -186,16 +305,23 @@ CASES: dict[str, Case] = {
         ),
     ),
     "09.longest_match": Case(
-        right=(longest_by_brute_force,),
+        right=(longest_by_brute_force, longest_by_numpy, longest_as_tensor),
         wrong=wrong_answers("09.longest_match", (5, "a function")),
     ),
 }
 
 
 def temperature_by_hand():
+    """The instructor's answer, and the seals the checker keeps, against 6 / (6 + 1 + 1)."""
     from minitx.course.exercises import nb09
 
-    assert nb09.expected_temperature() == 6 / (6 + 1 + 1)
+    assert solution("09.temperature") == 6 / (6 + 1 + 1)
+    assert seal("09.temperature", canonical(0.75, 3)) == nb09._TEMPERATURE
+    mistakes = answers.key("09").temperature_mistakes()
+    assert mistakes == {"temperature 1": round(36 / 38, 3),
+                        "multiplied": round(6**4 / (6**4 + 2), 3), "exp(0)": 1.0}
+    assert set(nb09._TEMPERATURE_MISTAKES) == {
+        seal("09.temperature", canonical(v, 3)) for v in mistakes.values()}
 
 
 def top_p_cases_by_hand():
@@ -203,7 +329,6 @@ def top_p_cases_by_hand():
     and on a case worked out by hand: logits log(0.5, 0.3, 0.15, 0.05), p = 0.79 keeps the
     first two (0.5 + 0.3 passes 0.79) and p = 0.81 the first three."""
     from minitx.course.exercises import nb09
-    from minitx.nn import generation
 
     logits = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64).log()
     for p, kept in ((0.79, [True, True, False, False]), (0.81, [True, True, True, False])):
@@ -244,15 +369,17 @@ def capitals_by_an_independent_measurement():
         return F.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1)).item()
 
     written, upper, lower = loss(val), loss(val.upper()), loss(val.lower())
-    assert abs(bigram - nb09.case_losses()["bigram"]) < 1e-6
-    assert upper > math.log(V) and nb09.case_truth()["upper"] == "d"
-    assert written + 0.1 < lower < bigram and nb09.case_truth()["lower"] == "b"
+    key = answers.key("09")
+    truth = solution("09.capitals")
+    assert abs(bigram - key.case_losses()["bigram"]) < 1e-6
+    assert upper > math.log(V) and truth["upper"] == "d"
+    assert written + 0.1 < lower < bigram and truth["lower"] == "b"
+    assert seal("09.capitals", canonical({"upper": "d", "lower": "b"})) == nb09._CAPITALS
 
 
 def longest_match_by_hand():
     """The checker's reference and the instructor's solution against a brute force."""
     from minitx.course.exercises import nb09
-    from minitx.data.text_stats import longest_verbatim_match
 
     mine = solution("09.longest_match")
     assert mine("a cat on a mat, the dog sat", "the cat sat on the mat") == 6  # "at on "

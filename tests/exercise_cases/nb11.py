@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import cmath
+import importlib
 
+import numpy as np
 import torch
 
 from exercise_cases import Case, prediction, solution, wrong, wrong_answers
+from minitx.course.exercises import answers
+from minitx.course.exercises.seal import canonical, seal
+from minitx.nn import rope
+from minitx.nn.rope import apply_rope, rope_angles
 
 # ---- 11.rope_half: learner functions, right and wrong --------------------------------------
 
@@ -34,6 +40,30 @@ def rope_half_loops(x, base):
                 z *= cmath.exp(1j * m * base ** (-2 * i / hs))
                 res[b, m, i], res[b, m, i + h] = z.real, z.imag
     return out
+
+
+def rope_half_numpy(x, base):
+    """Right, in NumPy: cos and sin of the angles, the two halves turned."""
+    a = x.numpy()
+    T, hs = a.shape[-2:]
+    h = hs // 2
+    angle = np.arange(T)[:, None] * base ** (-2.0 * np.arange(h) / hs)  # (T, hs/2)
+    re, im = a[..., :h], a[..., h:]
+    out = np.concatenate([re * np.cos(angle) - im * np.sin(angle),
+                          re * np.sin(angle) + im * np.cos(angle)], axis=-1)
+    return torch.from_numpy(out)
+
+
+def rope_half_float32(x, base):
+    """Right, with the angles in float64 and the rotation in float32 (within 1e-6)."""
+    T, hs = x.shape[-2:]
+    h = hs // 2
+    theta = torch.pow(torch.tensor(float(base), dtype=torch.float64),
+                      -torch.arange(h, dtype=torch.float64) * 2 / hs)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * theta
+    cos, sin = angle.cos().float(), angle.sin().float()
+    re, im = x[..., :h].float(), x[..., h:].float()
+    return torch.cat([re * cos - im * sin, re * sin + im * cos], dim=-1)
 
 
 @wrong("11.rope_half", "neighbouring features")
@@ -77,7 +107,7 @@ def drops_the_imaginary_half(x, base):
     return rope_half_complex(x, base)[..., : x.size(-1) // 2]
 
 
-@wrong("11.rope_half", "the package's own apply_rope")
+@wrong("11.rope_half", "uses apply_rope")
 def permutes_around_the_package(x, base):
     """Right numbers, but the package's interleaved rotation does the work."""
     from minitx.nn.rope import apply_rope
@@ -86,7 +116,7 @@ def permutes_around_the_package(x, base):
     return apply_rope(x[..., order], base)[..., order.argsort()]
 
 
-@wrong("11.rope_half", "the package's own rope_angles")
+@wrong("11.rope_half", "uses rope_angles")
 def borrows_the_angles(x, base):
     """Turns the pairs itself but takes the angles from the package."""
     from minitx.nn import rope
@@ -98,6 +128,56 @@ def borrows_the_angles(x, base):
                       re * angle.sin() + im * angle.cos()], dim=-1)
 
 
+# ---- cheats: the package's own pieces, however reached; each must be refused ----------
+
+
+def _order(x):
+    return torch.arange(x.size(-1)).view(2, -1).T.flatten()  # i and i + hs/2 side by side
+
+
+def rope_by_apply_rope(x, base):
+    order = _order(x)
+    out = apply_rope(x[..., order], base)
+    return out[..., order.argsort()]
+
+
+def rope_plus_zero(x, base):
+    order = _order(x)
+    return apply_rope(x[..., order].clone(), float(base))[..., order.argsort()] + 0
+
+
+def rope_by_getattr(x, base):
+    module = importlib.import_module("minitx.nn." + "rope")
+    order = _order(x)
+    return getattr(module, "apply" + "_rope")(x[..., order], base)[..., order.argsort()].double()
+
+
+def rope_by_angles(x, base):
+    h = x.size(-1) // 2
+    angle = rope_angles(x.size(-2), x.size(-1), base).to(x.dtype)
+    re, im = x[..., :h], x[..., h:]
+    return torch.cat([re * angle.cos() - im * angle.sin(),
+                      re * angle.sin() + im * angle.cos()], dim=-1).clone()
+
+
+def rope_by_the_checkers_reference(x, base):
+    from minitx.course.exercises import nb11
+
+    return nb11._rope_half_reference(x, base)
+
+
+def rope_by_module(x, base):
+    order = _order(x)
+    turned = rope.apply_rope(x[..., order], base)
+    return tuple([turned[..., order.argsort()]])[-1]
+
+
+CHEATS = {
+    "11.rope_half": (apply_rope, rope_by_apply_rope, rope_plus_zero, rope_by_getattr,
+                     rope_by_angles, rope_by_the_checkers_reference, rope_by_module),
+}
+
+
 CASES = {
     "11.shift": prediction(
         ("B", " (b) ", "LayerNorm's output stays close to its output for x; RMSNorm's "
@@ -105,11 +185,13 @@ CASES = {
         {"a": "does not subtract the mean", "c": "subtracts the mean", "d": "what is left"},
     ),
     "11.rope_half": Case(
-        right=(rope_half_complex, rope_half_loops),
+        right=(rope_half_complex, rope_half_loops, rope_half_numpy, rope_half_float32),
         wrong=wrong_answers("11.rope_half", (5, "a function")),
     ),
     "11.kv_cache": Case(
-        right=((9, 72), [9, 72], (9.0, 72.0)),
+        right=((9, 72), [9, 72], (9.0, 72.0), (np.int64(9), np.int64(72)), np.array([9, 72]),
+               torch.tensor([9, 72]), torch.tensor([9.0, 72.0], dtype=torch.float32),
+               (torch.tensor(9), np.float64(72.0))),
         wrong=(
             ((72, 9), "swapped"),
             ((9, 9), "8 heads"),
@@ -120,7 +202,8 @@ CASES = {
             ((9.5, 72), "whole sequences"),
             ((10, 80), "one sequence's cache first"),
             ((9, 72, 0), "a pair of whole numbers"),
-            ("9, 72", "a pair of whole numbers"),
+            ("9, 72", "answer with numbers"),
+            (9, "a pair of whole numbers"),
         ),
     ),
 }
@@ -131,7 +214,8 @@ def shift_by_hand():
     same; the root mean square is about 100, so RMSNorm's is 1 + (x - mean) / 100."""
     from minitx.course.exercises import nb11
 
-    x = nb11.shift_inputs()
+    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
+    assert torch.equal(x, answers.key("11").shift_inputs())  # the instructor's inputs
     shifted = x + nb11.SHIFT
     centred = shifted - shifted.mean(-1, keepdim=True)
     layer = centred / (centred.pow(2).mean(-1, keepdim=True) + 1e-5).sqrt()
@@ -140,7 +224,8 @@ def shift_by_hand():
     plain = (x - x.mean(-1, keepdim=True)) / (x.var(-1, unbiased=False, keepdim=True)
                                               + 1e-5).sqrt()
     assert (layer - plain).abs().max() < 1e-6
-    assert nb11.shift_truth() == "b"
+    assert solution("11.shift") == "b"
+    assert seal("11.shift", "b") == nb11._SHIFT
 
 
 def kv_cache_by_hand():
@@ -149,8 +234,16 @@ def kv_cache_by_hand():
     from minitx.course.exercises import nb11
 
     every_head, grouped = 2 * 80 * 4096 * 64 * 128 * 2, 2 * 80 * 4096 * 8 * 128 * 2
-    assert nb11.kv_sequence_bytes() == (every_head, grouped) == (10 * 2**30, 5 * 2**28)
+    key = answers.key("11")
+    assert key.kv_sequence_bytes() == (every_head, grouped) == (10 * 2**30, 5 * 2**28)
     assert tuple(solution("11.kv_cache")) == (9, 72)
+    assert seal("11.kv_cache", canonical([9, 72])) == nb11._KV_CACHE
+    mistakes = key.kv_mistakes()
+    assert mistakes == {"swapped": (72, 9), "every head in (b)": (9, 9), "8 heads in (a)": (72, 72),
+                        "key or value": (18, 144), "4 bytes": (4, 36),
+                        "10^9": (90 * 10**9 // every_head, 90 * 10**9 // grouped)}
+    assert set(nb11._KV_MISTAKES) == {
+        seal("11.kv_cache", canonical(list(v))) for v in mistakes.values()}
 
 
 def rope_half_reference_by_hand():
@@ -158,7 +251,8 @@ def rope_half_reference_by_hand():
     from minitx.course.exercises import nb11
 
     x = torch.randn(2, 5, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
-    torch.testing.assert_close(nb11.rope_half_reference(x, 10000.0), rope_half_loops(x, 10000.0))
+    torch.testing.assert_close(nb11._rope_half_reference(x, 10000.0),
+                               rope_half_loops(x, 10000.0))
     torch.testing.assert_close(solution("11.rope_half")(x, 50.0), rope_half_loops(x, 50.0))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,31 @@ def test_export_refuses_to_overwrite_and_never_replaces_its_source(saved, tmp_pa
         export_checkpoint(src, other)
     assert other.read_bytes() == b"keep me"
     assert not is_resumable(load_checkpoint(export_checkpoint(src, other, overwrite=True)))
+
+
+@pytest.fixture(params=[(0o022, "-rw-r--r--"), (0o077, "-rw-------")], ids=["022", "077"])
+def umask(request):
+    """The process's umask set to 022 or 077 for one test, and the mode a new file gets."""
+    mask, mode = request.param
+    old = os.umask(mask)
+    try:
+        yield mask, mode
+    finally:
+        os.umask(old)
+
+
+def test_saved_and_exported_checkpoints_follow_the_umask(saved, tmp_path, umask):
+    """A teacher shares a checkpoint on a hub: under umask 022 others can read it, as a file
+    from open() would be, and under 077 they cannot (mkstemp alone would give -rw-------)."""
+    _, model, tok, trainer = saved
+    mask, mode = umask
+    ckpt = save_checkpoint(make_checkpoint(model, model.config, tok, trainer), tmp_path / "c.pt")
+    exported = export_checkpoint(ckpt, tmp_path / "small.pt")
+    for written in (ckpt, exported):
+        assert stat.filemode(written.stat().st_mode) == mode, written
+    old = tmp_path / "replaced.pt"
+    old.write_bytes(b"old")
+    old.chmod(0o600 if mask == 0o022 else 0o644)  # a file replaced takes the umask's mode too
+    export_checkpoint(ckpt, old, overwrite=True)
+    assert stat.filemode(old.stat().st_mode) == mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt", "replaced.pt", "small.pt"]

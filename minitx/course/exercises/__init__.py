@@ -16,25 +16,19 @@ teachers print them with ``minitx solutions 04`` (see :mod:`minitx.course.teache
 An unanswered exercise (``answer`` left as ``None`` or ``...``) prints a reminder
 instead of raising, so a notebook runs top to bottom before the learner starts. A checker
 that cannot get the data it needs (the corpus, a shipped model) says "cannot check this
-now" and why, never "Not yet": the answer was not judged. :func:`rerun_cell` runs a saved
-check cell again and records what the checker says, for the teacher's progress report.
+now" and why, never "Not yet": the answer was not judged. The teacher's progress report
+grades saved notebooks with hidden cases, outside the checkers
+(:mod:`minitx.course.exercises.grading`).
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import importlib
-import io
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,75 +213,6 @@ def _say(result: Result, quiet: bool) -> Result:
     return result
 
 
-class _TimeUp(BaseException):
-    """A re-run cell used up its time (a BaseException, so ``except Exception`` in the
-    learner's code cannot swallow it)."""
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``_TimeUp`` in the main thread after ``seconds`` (where SIGALRM exists)."""
-    in_main = threading.current_thread() is threading.main_thread()
-    if not hasattr(signal, "setitimer") or not in_main:
-        yield
-        return
-
-    def time_up(signum: int, frame: object) -> None:
-        raise _TimeUp
-
-    previous = signal.signal(signal.SIGALRM, time_up)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def rerun_cell(
-    setup: Sequence[str], source: str, timeout: float = 60.0
-) -> tuple[dict[str, Result], str | None]:
-    """Run a saved check cell again and record every ``check`` it calls.
-
-    ``setup`` (the imports and definitions of the cells above it) runs first, each
-    statement on its own, failures ignored; then ``source``, with whatever it prints
-    discarded, for at most ``timeout`` seconds in all. Returns ``({name: Result}, error)``:
-    the checker's own verdict on each exercise the cell checked (the last, if checked
-    twice), and what stopped the cell (an exception, the time limit) or None. Only the
-    checker decides: text the cell prints counts for nothing. It runs the learner's code
-    in this process: call it in a separate one (``minitx progress`` does).
-    """
-    module = sys.modules[__name__]
-    real = module.check
-    seen: dict[str, Result] = {}
-
-    def recording_check(name: str, answer: Any, *, quiet: bool = False) -> Result:
-        seen[name] = real(name, answer, quiet=True)
-        return seen[name]
-
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    error = None
-    module.check = recording_check  # what `from minitx.course.exercises import check` gets
-    sink = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), \
-                _time_limit(timeout):
-            for statement in setup:
-                with contextlib.suppress(Exception):
-                    exec(statement, namespace)
-            try:
-                exec(compile(source, "<saved cell>", "exec"), namespace)
-            except _TimeUp:
-                error = f"the cell ran out of time ({timeout:g} s)"
-            except BaseException as err:  # the learner's code: anything, SystemExit included
-                error = f"the cell raised {type(err).__name__}: {' '.join(str(err).split())}"
-    except _TimeUp:
-        error = f"the cell's imports ran out of time ({timeout:g} s)"
-    finally:
-        module.check = real
-    return seen, error
-
-
 def call_learner(fn: Callable, *args: Any) -> tuple[Any, str | None]:
     """Run a function the learner wrote: ``(result, None)``, or ``(None, hint)`` if it raised.
 
@@ -345,44 +270,3 @@ def saved_check_cells(path: str | os.PathLike) -> list[dict[str, Any]]:
             jobs.append({"names": found, "setup": list(setup), "source": source})
         setup += _definitions(source)
     return jobs
-
-
-_CHILD = "import sys; from minitx.course.exercises import _rerun_child; _rerun_child(*sys.argv[1:])"
-
-
-def _rerun_child(job_file: str, out_file: str) -> None:
-    """In the separate process: run each cell again, one JSON line per cell."""
-    job = json.loads(Path(job_file).read_text(encoding="utf-8"))
-    with open(out_file, "a", encoding="utf-8") as out:
-        for cell in job["cells"]:
-            seen, error = rerun_cell(cell["setup"], cell["source"], job["timeout"])
-            verdicts = {n: [r.status, r.message] for n, r in seen.items()}
-            out.write(json.dumps({"verdicts": verdicts, "error": error}) + "\n")
-            out.flush()
-
-
-def rerun_saved_cells(
-    cells: list[dict[str, Any]], timeout: float = 60.0, cwd: str | os.PathLike | None = None
-) -> list[dict[str, Any]]:
-    """Run :func:`saved_check_cells`' ``cells`` again with :func:`rerun_cell`, in one
-    separate Python process started in ``cwd``, at most ``timeout`` seconds a cell. One
-    result per cell: ``{"verdicts": {name: [status, message]}, "error": str | None}``; a
-    cell the process did not get to (it crashed or hung) has no verdicts and says why."""
-    if not cells:
-        return []
-    with tempfile.TemporaryDirectory(prefix="minitx-progress-") as tmp:
-        job_file, out_file = Path(tmp) / "job.json", Path(tmp) / "out.jsonl"
-        job_file.write_text(json.dumps({"cells": cells, "timeout": timeout}), encoding="utf-8")
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", _CHILD, str(job_file), str(out_file)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                text=True, timeout=timeout * len(cells) + 120, cwd=cwd or tmp,
-            )
-            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            why = f"the checking process stopped early ({last})"
-        except subprocess.TimeoutExpired:
-            why = "the checking process ran out of time"
-        lines = out_file.read_text(encoding="utf-8").splitlines() if out_file.exists() else []
-    results = [json.loads(line) for line in lines]
-    return results + [{"verdicts": {}, "error": why}] * (len(cells) - len(results))

@@ -1,27 +1,21 @@
 """Building blocks the notebooks' exercise modules share.
 
-* :func:`predict` registers a multiple-choice prediction: its prompt and its checker, which
-  reads the learner's letter with :func:`letter` and compares it with the outcome the
-  package's experiment gives (or, for an outcome no quick experiment gives, with a hash);
+* :func:`predict` registers a multiple-choice prediction, checked against the seal of the
+  right letter (:mod:`~minitx.course.exercises.seal`): nothing here computes it;
 * :func:`compute` registers a small case the learner works out by hand;
-* :func:`implement` registers a function the learner writes (never one of the package's
-  own, nor a wrapper of one: see :mod:`minitx.course.exercises.guard`), and
-  :func:`compare` checks one
-  on a list of cases against a reference, returning the first hint; it is made of
-  :func:`outputs` (the function runs and returns the right number of tensors),
-  :func:`shape_hint` and :func:`first_difference`, which a checker with its own way of
-  judging the values uses directly; :func:`compare_attention` checks ``attention(Q, K, V)``;
-  :func:`first_hint` checks a function that returns no tensors, case by case;
-* :func:`notes` records a notebook's teaching notes, naming its assigned exercises short.
+* :func:`implement` registers a function the learner writes (never the package's or
+  PyTorch's, nor a wrapper of one: see :mod:`~minitx.course.exercises.guard`);
+  :func:`compare` checks one on cases against a reference bound when the exercise was
+  registered, with :func:`outputs` (plain copies of the tensors it returns),
+  :func:`shape_hint` and :func:`first_difference`; :func:`compare_attention` checks
+  ``attention(Q, K, V)``; :func:`first_hint` checks a function that returns no tensors.
 
 The solutions are not here: they are the instructor's (:mod:`minitx.course.exercises.answers`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -32,9 +26,13 @@ from minitx.course.exercises import call_learner, exercise
 from minitx.course.exercises.guard import (
     forbidden_call,
     package_function,
+    patched,
+    resolve_path,
     run_forbidding,
     wrapped_package_function,
 )
+from minitx.course.exercises.plain import base_tensor, plain_tensor
+from minitx.course.exercises.seal import canonical, seal
 
 # ---- multiple-choice predictions ----------------------------------------------------------
 
@@ -55,11 +53,12 @@ def _listing(items: Iterable[str]) -> str:
     return f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
-def keyed_letters(answer: Any, choices: Mapping[str, str], truth: Callable[[], dict[str, str]],
-                  hints: Mapping[str, str]) -> str | None:
-    """Check a prediction answered as ``{key: letter}``, one letter of ``choices`` per key of
-    ``hints``; ``truth()`` gives the right letters, ``hints[key]`` what to think about when
-    that key's letter is wrong. None when every letter is right."""
+def keyed_letters(answer: Any, choices: Mapping[str, str], truth: str,
+                  hints: Mapping[str, str], name: str) -> str | None:
+    """Check a prediction ``name`` answered as ``{key: letter}``, one letter of ``choices``
+    per key of ``hints``; ``truth`` is the seal of the right letters (of
+    ``canonical({key: letter})``), ``hints[key]`` what to think about for that key. None
+    when every letter is right; else every key's hint (which ones are wrong is not said)."""
     keys = list(hints)
     if not isinstance(answer, dict) or set(answer) != set(keys):
         named = " and ".join(repr(k) for k in keys)
@@ -68,22 +67,16 @@ def keyed_letters(answer: Any, choices: Mapping[str, str], truth: Callable[[], d
     for key in keys:
         if got[key] is None:
             return f"{key}: answer with one letter, {_listing(choices)}"
-    right = truth()
-    wrong = [f"{key}: {hints[key]}" for key in keys if got[key] != right[key]]
-    return " ".join(wrong) or None
-
-
-def answer_hash(name: str, choice: str) -> str:
-    """The sha256 (hex) that stands for ``choice`` as the answer to exercise ``name``: a
-    checker keeps it instead of an outcome no quick experiment can give."""
-    return hashlib.sha256(f"{name}:{choice}".encode()).hexdigest()
+    if seal(name, canonical(got)) == truth:
+        return None
+    return "not every letter is right. " + " ".join(f"{key}: {hints[key]}" for key in keys)
 
 
 def predict(
     name: str,
     question: str,
     choices: Mapping[str, str],
-    truth: Callable[[], str] | str,
+    truth: str,
     hint: str,
     *,
     ask: str = "Answer with a letter.",
@@ -92,9 +85,8 @@ def predict(
 ) -> Callable[[Any], str | None]:
     """Register the prediction ``name``: ``question``, then the ``choices`` as "(a) ...;
     (b) ..." and ``ask`` (``whole=True``: ``question`` is the whole prompt, for a notebook
-    that words its choices another way). ``truth()`` gives the right letter, or the right
-    choice's words, from the package's own experiment; a str ``truth`` is instead the
-    :func:`answer_hash` of the right letter. A wrong choice gets its own hint from ``hints``
+    that words its choices another way). ``truth`` is the :func:`~.seal.seal` of the right
+    letter; no function here computes it. A wrong choice gets its own hint from ``hints``
     (by letter), else ``hint``; an answer that names no choice is asked for one letter."""
     hints = hints or {}
     prompt = question
@@ -106,11 +98,7 @@ def predict(
         picked = letter(answer, choices)
         if picked is None:
             return f"answer with one letter: {_listing(choices)}"
-        if isinstance(truth, str):
-            right = truth == answer_hash(name, picked)
-        else:
-            right = truth() in (picked, choices[picked])
-        return None if right else hints.get(picked, hint)
+        return None if seal(name, picked) == truth else hints.get(picked, hint)
 
     return exercise(name, prompt, kind="predict")(checker)
 
@@ -129,6 +117,7 @@ def _guarded(
         def check_answer(answer: Any) -> str | None:
             return guard(answer) or run_forbidding(checker, answer, forbid)
 
+        check_answer.forbid = forbid  # type: ignore[attr-defined]
         exercise(name, prompt, kind=kind)(check_answer)
         return checker
 
@@ -145,7 +134,13 @@ def implement(
     already do the exercise's work) anywhere in its code, and one that calls any of them
     while the checker runs it (:func:`~minitx.course.exercises.guard.forbidding`)."""
 
+    originals = {path: resolve_path(path) for path in forbid}
+
     def guard(answer: Any) -> str | None:
+        replaced = patched(originals)
+        if replaced is not None:
+            return (f"{replaced} is not the package's own any more (it was replaced): "
+                    "restart the kernel and run the notebook again")
         if not callable(answer):
             return f"expected a function, got {type(answer).__name__}"
         own = package_function(answer)
@@ -156,7 +151,7 @@ def implement(
             return f"that only calls the package's own {wrapped}: write the steps yourself"
         used = forbidden_call(answer, forbid)
         if used is not None:
-            return f"that uses the package's own {used}: write the steps without it"
+            return f"that uses {used}, which already does this: write the steps without it"
         return None
 
     return _guarded(name, prompt, "implement", guard, forbid)
@@ -230,8 +225,7 @@ def outputs(
     tensors = []
     for value in result:
         if arrays and not isinstance(value, Tensor):
-            with contextlib.suppress(TypeError, ValueError, RuntimeError):
-                value = torch.as_tensor(value)
+            value = plain_tensor(value) if value is not None else None
         if not isinstance(value, Tensor):
             if len(names) == 1:
                 return None, f"return a tensor, got {type(value).__name__}"
@@ -240,8 +234,14 @@ def outputs(
                 None,
                 f"{' and '.join(names)} must {every} be tensors, got a {type(value).__name__}",
             )
-        tensors.append(value.detach())
+        tensors.append(_plain_keeping_dtype(value))
     return tuple(tensors), None
+
+
+def _plain_keeping_dtype(value: Tensor) -> Tensor:
+    """A base-class copy of a learner's tensor, of its own dtype: a subclass's methods
+    (an ``allclose`` that always says True) never run again."""
+    return base_tensor(value)
 
 
 def _fresh(value: Any) -> Any:

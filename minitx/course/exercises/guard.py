@@ -165,13 +165,37 @@ def wrapped_package_function(answer: Any) -> str | None:
     return None
 
 
-def _functions(paths: tuple[str, ...]) -> dict[str, Any]:
-    """The package functions at ``paths`` ("minitx.nn.rope.apply_rope"), by name."""
-    found = {}
-    for path in paths:
-        module, _, name = path.rpartition(".")
-        found[name] = getattr(importlib.import_module(module), name)
-    return found
+def resolve_path(path: str) -> Any:
+    """The object at a dotted ``path``: a module's attribute ("minitx.nn.rope.apply_rope",
+    "torch.nn.LSTMCell") or a class's ("torch.nn.LSTMCell.forward")."""
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part)
+        return obj
+    raise ValueError(f"expected a dotted path such as 'minitx.nn.rope.apply_rope', got {path!r}")
+
+
+def patched(originals: dict[str, Any]) -> str | None:
+    """The first dotted path of ``originals`` (path -> the object bound there when the
+    exercise was registered) that now leads elsewhere: a patched module; None if none."""
+    for path, original in originals.items():
+        try:
+            now = resolve_path(path)
+        except (AttributeError, ValueError):
+            return path
+        if now is not original:
+            return path
+    return None
+
+
+def _functions(paths: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """The functions at ``paths``, each with its last name (two may share one)."""
+    return [(path.rpartition(".")[2], resolve_path(path)) for path in paths]
 
 
 def forbidden_call(answer: Any, forbidden: tuple[str, ...]) -> str | None:
@@ -188,54 +212,61 @@ def forbidden_call(answer: Any, forbidden: tuple[str, ...]) -> str | None:
         code = codes.pop()
         codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
         for name in code.co_names:
-            if name in targets:
-                bound = fn.__globals__.get(name, targets[name])
-                if _unwrap(bound) is _unwrap(targets[name]):
-                    return name
+            for target_name, target in targets:
+                if name == target_name:
+                    bound = fn.__globals__.get(name, target)
+                    if _unwrap(bound) is _unwrap(target):
+                        return name
     return None
+
+
+def _targets(forbidden: tuple[str, ...]) -> tuple[dict[Any, str], dict[int, str]]:
+    """What :func:`forbidding` watches for: code objects of Python functions (a class
+    stands for its ``forward``, else its ``__init__``), and C functions by identity (kept
+    alive with the name, so that no id is reused)."""
+    codes: dict[Any, str] = {}
+    builtin: dict[int, tuple[str, Any]] = {}
+    for name, found in _functions(forbidden):
+        obj = _unwrap(found)
+        if isinstance(obj, type):
+            obj = getattr(obj, "forward", None) or obj.__init__
+        code = getattr(obj, "__code__", None)
+        if isinstance(code, types.CodeType):
+            codes[code] = name
+        elif isinstance(obj, types.BuiltinFunctionType):
+            builtin[id(obj)] = (name, obj)
+        else:
+            raise ValueError(f"cannot watch {name}: expected a function, a method or a class "
+                             f"with a forward or __init__ in Python, got {type(obj).__name__}")
+    return codes, builtin
 
 
 def forbidding(answer: Callable[..., Any], forbidden: tuple[str, ...],
                used: list[str]) -> Callable[..., Any]:
-    """``answer``, run so that the functions in ``forbidden`` (dotted paths) raise while it
-    runs, however it reaches them (an alias, a closure, ``getattr``, another package
-    function that calls them); each one it calls is appended to ``used``. What
-    :func:`forbidden_call` cannot see in the code, this sees when the code runs."""
-    originals = _functions(forbidden)
+    """``answer``, run so that every call it makes to one of ``forbidden`` (dotted paths of
+    the package's or PyTorch's functions, classes or methods) is recorded in ``used``,
+    however it reaches it: an alias, a closure, ``getattr``, a patched module, a module
+    (a class is watched through its ``forward``), or another function that calls it. It
+    watches Python's profiling hook, which sees every call by the function it calls, not by
+    the name it was reached under. Removing the hook counts as a use too."""
+    codes, builtin = _targets(forbidden)
 
-    def stand_in(name: str) -> Callable[..., Any]:
-        def refuse(*args: Any, **kwargs: Any) -> Any:
-            used.append(name)
-            raise RuntimeError(f"the package's own {name} is not allowed here")
-
-        return refuse
+    def hook(frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in codes:
+            used.append(codes[frame.f_code])
+        elif event == "c_call" and id(arg) in builtin:
+            used.append(builtin[id(arg)][0])
 
     @functools.wraps(answer)
     def run(*args: Any, **kwargs: Any) -> Any:
-        namespaces = [vars(m) for n, m in list(sys.modules.items())
-                      if m is not None and (n == "minitx" or n.startswith("minitx."))]
-        namespaces.append(getattr(_unwrap(answer), "__globals__", {}))
-        patched = []
-        for namespace in namespaces:
-            for key, value in list(namespace.items()):
-                for name, original in originals.items():
-                    if value is original:
-                        patched.append((namespace, key, value))
-                        namespace[key] = stand_in(name)
-        cells = []
-        for cell in getattr(_unwrap(answer), "__closure__", None) or ():
-            for name, original in originals.items():
-                with contextlib.suppress(ValueError):  # an empty cell
-                    if cell.cell_contents is original:
-                        cells.append((cell, original))
-                        cell.cell_contents = stand_in(name)
+        previous = sys.getprofile()
+        sys.setprofile(hook)
         try:
             return answer(*args, **kwargs)
         finally:
-            for namespace, key, value in reversed(patched):
-                namespace[key] = value
-            for cell, original in cells:
-                cell.cell_contents = original
+            if sys.getprofile() is not hook:
+                used.append("sys.setprofile (the check's own watch)")
+            sys.setprofile(previous)
 
     return run
 
@@ -248,8 +279,9 @@ def run_forbidding(checker: Callable[[Any], str | None], answer: Any,
         return checker(answer)
     used: list[str] = []
     hint = checker(forbidding(answer, forbidden, used))
-    return f"that uses the package's own {used[0]}: write the steps without it" if used else hint
+    return f"that uses {used[0]}, which already does this: write the steps without it" \
+        if used else hint
 
 
-__all__ = ["forbidden_call", "forbidding", "package_function", "run_forbidding",
-           "wrapped_package_function"]
+__all__ = ["forbidden_call", "forbidding", "package_function", "patched", "resolve_path",
+           "run_forbidding", "wrapped_package_function"]

@@ -1,44 +1,34 @@
-"""Exercises of notebook 01 (the sequence problem). Expected values come from the package."""
+"""Exercises of notebook 01 (the sequence problem). The answers are kept as seals, never
+computed here: the instructor's solutions compute them (instructor/solutions/nb01.py)."""
 
 from __future__ import annotations
 
 import random
-from functools import cache
 
 import torch
-from torch import nn
 
 from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import compare, implement, predict
-from minitx.data.sequences import corpus_padding_waste, pad_batch, padding_stats
-from minitx.data.tokenizer import CharTokenizer
+from minitx.course.exercises.plain import numbers, plain_int
+from minitx.course.exercises.seal import canonical, seal
+from minitx.data.sequences import pad_batch
 from minitx.nn.masks import padding_mask
 
 TRUNCATION_LENGTHS, TRUNCATION_MAX_LEN = [3, 7, 5, 1], 5
 
+# Seals of the answers (minitx.course.exercises.seal), computed from the instructor's
+# solutions (instructor/solutions/nb01.py); the package keeps no answer.
+_BATCH_SIZE = "05b3c56c6b3ac8269d31f03dac7fa7752048a7f5"
+_AVERAGE_ORDER = "e3daa99597e941dfb9bbbbae70917e886a52a81f"
+_TRUNCATION = "16b690dea7ea14593f54e0144a9a22db73f34916"  # (padding, cut)
+_TRUNCATION_PADDING = "88eb3888b0cac612e0dcbf7edce196eb1d9fd26d"  # {"padding": ...}
+_TRUNCATION_CUT = "be75955a9ef53b347c1b871724368581848dbe05"  # {"cut": ...}
+_ENCODE = "f06554762ead045ed334d6ca7f309a392c9c1550"
+_ENCODE_SORTED = "9f1be4153a84bdccd97d1d6b387684c6dd31f642"  # the right ids, sorted
+_ENCODE_PLUS_ONE = "984598d9c5b4385117e85ba9aaa3c65fbfd04b1e"  # ids counted from 1
+
 
 # ---- predict: a bigger batch of random speeches -------------------------------------------
-
-
-@cache
-def batch_size_waste() -> dict[int, float]:
-    """Padding fraction over tiny Shakespeare's speeches, in random order (seed 0), cut into
-    batches of 16 and of 64, each padded to its own longest speech."""
-    from minitx import data
-
-    text = data.load_text("tinyshakespeare")
-    lengths = [len(s) for s in text.split("\n\n") if s.strip()]
-    random.Random(0).shuffle(lengths)
-    return {b: corpus_padding_waste(lengths, batch_size=b) for b in (16, 64)}
-
-
-def batch_size_truth() -> str:
-    """'a' less padding with 64, 'b' within 3 points of the 16-speech batches, 'c' more."""
-    waste = batch_size_waste()
-    if abs(waste[64] - waste[16]) < 0.03:
-        return "b"
-    return "a" if waste[64] < waste[16] else "c"
-
 
 predict(
     "01.batch_size",
@@ -50,36 +40,13 @@ predict(
         "b": "about the same share is padding (within 3 percentage points)",
         "c": "more of it is padding",
     },
-    batch_size_truth,
+    _BATCH_SIZE,
     "what sets the padded length of a batch is its longest speech; ask whether the "
     "longest of 64 random speeches tends to be longer or shorter than the longest of 16",
 )
 
 
 # ---- predict: averaging a sentence forgets its order ------------------------------------
-
-
-def average_order_vectors() -> tuple[torch.Tensor, torch.Tensor]:
-    """The 'dog' vector of 'dog bites man' and of 'man bites dog' after section 9's mixing
-    (half the token's embedding, half the sentence's mean embedding)."""
-    words = ["bites", "dog", "man"]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        emb = nn.Embedding(len(words), 8).double()
-    out = []
-    for sentence in ("dog bites man", "man bites dog"):
-        tokens = sentence.split()
-        E = emb(torch.tensor([words.index(w) for w in tokens]))  # (3, 8)
-        ctx = 0.5 * E + 0.5 * E.mean(0)
-        out.append(ctx[tokens.index("dog")].detach())
-    return out[0], out[1]
-
-
-def average_order_truth() -> str:
-    """'a' if the two 'dog' vectors agree (up to rounding), 'b' if they differ."""
-    a, b = average_order_vectors()
-    return "a" if torch.allclose(a, b, rtol=0, atol=1e-12) else "b"
-
 
 predict(
     "01.average_order",
@@ -89,7 +56,7 @@ predict(
     "or (b) different vectors, since 'dog' is the subject in one and the object in the other? "
     "Answer with a letter.",
     {"a": "the same contextual vector in both sentences", "b": "different vectors"},
-    average_order_truth,
+    _AVERAGE_ORDER,
     "write out what is mixed into the 'dog' vector: its own embedding and the mean of "
     "the sentence's embeddings; which of the two can depend on where the words stand?",
     whole=True,
@@ -117,10 +84,13 @@ def _pad_cases() -> list[tuple[list[list[int]], int, str]]:
     return cases
 
 
-def _padded_batch(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The package's padded batch and its key-padding mask, as (B, T): the reference."""
-    ids, lengths = pad_batch(seqs, pad_id=pad_id)
-    return ids, padding_mask(lengths, ids.size(1))[:, 0, 0]
+def _padded_batch(
+    seqs: list[list[int]], pad_id: int, _pad=pad_batch, _mask=padding_mask
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The package's padded batch and its key-padding mask, as (B, T): the reference, bound
+    when this module was imported (patching the package later changes nothing)."""
+    ids, lengths = _pad(seqs, pad_id=pad_id)
+    return ids, _mask(lengths, ids.size(1))[:, 0, 0]
 
 
 def _mask_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
@@ -141,12 +111,19 @@ def _mask_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
     "Return (ids, mask): ids a (B, T) long tensor holding the sequences padded with pad_id up "
     "to the longest length T, and mask a (B, T) bool tensor that is True where a real token "
     "stands and False on padding. Later layers use the mask to ignore the padding.",
+    forbid=(
+        "minitx.data.sequences.pad_batch",
+        "minitx.nn.masks.padding_mask",
+        "torch.nn.utils.rnn.pad_sequence",
+        "torch.nn.utils.rnn.pack_sequence",
+        "torch.nn.utils.rnn.pad_packed_sequence",
+    ),
 )
-def _(fn):
+def _(fn, _reference=_padded_batch):
     return compare(
         fn,
         ((f"on {what}", (seqs, pad_id)) for seqs, pad_id, what in _pad_cases()),
-        _padded_batch,
+        _reference,
         names=("ids", "mask"),
         dtype=True,
         atol=0,
@@ -160,9 +137,16 @@ def _(fn):
 # ---- compute --------------------------------------------------------------------------------
 
 
-def _truncation() -> tuple[int, int]:
-    stats = padding_stats(TRUNCATION_LENGTHS, max_len=TRUNCATION_MAX_LEN)
-    return stats.padding, stats.truncated
+def _whole_numbers(answer, count: int) -> list[int] | str:
+    """``count`` whole numbers of any plain type (int, NumPy integer, 0-d tensor, 6.0), or a
+    hint."""
+    values = numbers(answer, count)
+    if isinstance(values, str):
+        return values
+    whole = [plain_int(v) for v in values]
+    if any(w is None for w in whole):
+        return "answer with whole numbers: each counts slots or tokens"
+    return whole
 
 
 @exercise(
@@ -173,13 +157,16 @@ def _truncation() -> tuple[int, int]:
     kind="compute",
 )
 def _(answer):
-    padding, cut = (int(x) for x in answer)
-    want_padding, want_cut = _truncation()
-    if (padding, cut) == (want_padding, want_cut):
+    values = _whole_numbers(answer, 2)
+    if isinstance(values, str):
+        return values
+    padding, cut = values
+    name = "01.truncation"
+    if seal(name, canonical([padding, cut])) == _TRUNCATION:
         return None
-    if (cut, padding) == (want_padding, want_cut):
+    if seal(name, canonical([cut, padding])) == _TRUNCATION:
         return "right numbers, wrong order: (padding, cut)"
-    if padding != want_padding:
+    if seal(name, canonical({"padding": padding})) != _TRUNCATION_PADDING:
         return "padding: every row has max_len slots; subtract the tokens each row keeps"
     return "cut: only sequences longer than max_len lose tokens, and they lose what is past it"
 
@@ -191,16 +178,20 @@ def _(answer):
     kind="compute",
 )
 def _(answer):
-    ids = [int(i) for i in answer]
-    tok = CharTokenizer.from_text("hello world")
-    expected = tok.encode("owl")
-    if ids == expected:
-        return None
-    if len(ids) != 3:
+    values = numbers(answer)
+    if isinstance(values, str):
+        return values
+    if len(values) != 3:
         return "one id per character: 3 ids"
-    if sorted(ids) == sorted(expected):
+    ids = _whole_numbers(values, 3)
+    if isinstance(ids, str):
+        return "an id is a whole number, a position in the sorted characters"
+    name = "01.encode"
+    if seal(name, canonical(ids)) == _ENCODE:
+        return None
+    if seal(name, canonical(sorted(ids))) == _ENCODE_SORTED:
         return "right ids, wrong order: follow the letters o, w, l"
-    if [i - 1 for i in ids] == expected:
+    if seal(name, canonical(ids)) == _ENCODE_PLUS_ONE:
         return "ids start at 0 (the space is the first, smallest character)"
     return "sort the distinct characters (the space comes first); an id is a position there"
 

@@ -1,67 +1,42 @@
-"""Exercises of notebook 02 (RNN and LSTM). Expected values come from the package."""
+"""Exercises of notebook 02 (RNN and LSTM). The answers are kept as seals, never computed
+here: the instructor's solutions compute them (instructor/solutions/nb02.py)."""
 
 from __future__ import annotations
 
-import math
-from functools import cache
-from typing import Any
-
 import torch
-import torch.nn.functional as F
-from torch import nn
 
-from minitx.course.exercises import close, exercise, teaching_notes, think
+from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import compare, implement, predict
-from minitx.course.gradients import gradient_norms_by_distance
-from minitx.nn.rnn import LSTM, RNN, LSTMCell
+from minitx.course.exercises.seal import check_sealed
+from minitx.nn.rnn import LSTMCell
 
 LSTM_SIZES = (10, 20)  # input_size, hidden_size
 FORGET, STEPS = 0.9, 20
 HIDDEN_SIZES = (32, 256)
 CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
 
-
-def _number(answer: Any) -> float:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        raise TypeError(f"expected a number, got {type(answer).__name__}")
-    return float(answer)
+# Seals of the answers (minitx.course.exercises.seal), computed from the instructor's
+# solutions (instructor/solutions/nb02.py), and of known mistakes; the package keeps no answer.
+_HIDDEN_SIZE = "5100582bb701f84576e971172a9be651b9725d0b"
+_CNN_REACH = "420e036cf2a6ae1de98ae8492be557b3bfdf5353"
+_LSTM_PARAMS = "1cfb9287ea7a5750c495a2cb44d846ec2b58f4ff"
+_LSTM_PARAMS_MISTAKES = {
+    "def5439515260d7c0cfa8a55fcb6ba3013301397": "an LSTM has four gate blocks (i, f, g, o), "
+    "each with its own weights",
+    "1c74be9c8dbb6cb461c7981193e16391034262c8": "count both bias vectors, bias_ih and bias_hh, "
+    "each of size 4 * hidden_size",
+    "ec0a4c6744b8f31056001c0a9911b175e610a765": "count both bias vectors, bias_ih and bias_hh, "
+    "each of size 4 * hidden_size",
+}
+_FORGET_GATE = "c3b9c911b7921f43b352fc95c220cc3f95c9c892"  # 3 decimals
+_ADDS = "the forget gate multiplies the cell state at every step; it does not add"
+_FORGET_GATE_MISTAKES = {
+    "77c672187e6c52da0e61f75db3bbbc3e8ef3387d": _ADDS,  # f * STEPS
+    "9dd7798682f3fa70ef4d9362416958feabae3976": _ADDS,  # 1 - (1 - f) * STEPS
+}
 
 
 # ---- predict: a wider RNN -------------------------------------------------------------------
-
-
-def hidden_size_setup() -> tuple[torch.Tensor, dict[int, RNN]]:
-    """Random inputs (seed 9, (8, 61, 8) float64) and a default-initialised RNN of each hidden
-    size in HIDDEN_SIZES (seed 2), as the notebook's experiment builds them."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(9)
-        x = torch.randn(8, 61, 8, dtype=torch.float64)
-        models = {}
-        for H in HIDDEN_SIZES:
-            torch.manual_seed(2)
-            models[H] = RNN(8, H).double()
-    return x, models
-
-
-@cache
-def hidden_size_factors() -> dict[int, float]:
-    """Per-step factor of ||d h_T / d x_t|| between distance 1 and 60, for each size."""
-    x, models = hidden_size_setup()
-    factors = {}
-    for H, rnn in models.items():
-        n = gradient_norms_by_distance(rnn, x)
-        factors[H] = (n[60] / n[1]).item() ** (1 / 59)
-    return factors
-
-
-def hidden_size_truth() -> str:
-    """'a': the wide RNN's factor is smaller by more than 0.15, 'b': within 0.15, 'c': larger
-    by more than 0.15."""
-    small, wide = (hidden_size_factors()[H] for H in HIDDEN_SIZES)
-    if abs(wide - small) <= 0.15:
-        return "b"
-    return "a" if wide < small else "c"
-
 
 predict(
     "02.hidden_size",
@@ -75,34 +50,13 @@ predict(
         "b": "within 0.15 of it, the gradient vanishes about as fast",
         "c": "larger by more than 0.15, more units remember longer",
     },
-    hidden_size_truth,
+    _HIDDEN_SIZE,
     "look at how PyTorch draws W_hh: uniform in (-1/sqrt(H), 1/sqrt(H)); ask how much "
     "such a matrix stretches a vector as H grows",
 )
 
 
 # ---- predict: two stacks of causal convolutions ---------------------------------------------
-
-
-def conv_receptive_field(kernel: int, layers: int, T: int = 40) -> int:
-    """How many input positions the last output of a stack of causal 1-D convolutions
-    (left padding kernel - 1, tanh between layers) depends on, measured with autograd."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        convs = [nn.Conv1d(4, 4, kernel).double() for _ in range(layers)]
-        x = torch.randn(1, 4, T, dtype=torch.float64, requires_grad=True)  # (B, C, T)
-    h = x
-    for conv in convs:
-        h = torch.tanh(conv(F.pad(h, (kernel - 1, 0))))
-    (grad,) = torch.autograd.grad(h[0, :, -1].sum(), x)
-    return int((grad[0].abs().sum(0) > 0).sum())
-
-
-def cnn_reach_truth() -> str:
-    """'a': the first stack of CONV_STACKS sees farther, 'b': the second, 'c': the same."""
-    first, second = (conv_receptive_field(k, n) for k, n in CONV_STACKS)
-    return "c" if first == second else "a" if first > second else "b"
-
 
 predict(
     "02.cnn_reach",
@@ -114,7 +68,7 @@ predict(
         "b": "the deeper stack",
         "c": "both see exactly the same number",
     },
-    cnn_reach_truth,
+    _CNN_REACH,
     "count, layer by layer, how many new past positions each layer adds to the window",
 )
 
@@ -136,10 +90,11 @@ def lstm_step_cases() -> list[tuple[tuple[int, int, int], tuple[torch.Tensor, ..
     return cases
 
 
-def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
-    """The package's LSTMCell with these weights copied in: the reference for 02.lstm_step."""
+def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, _cell=LSTMCell):
+    """The package's LSTMCell with these weights copied in: the reference for 02.lstm_step,
+    bound when this module was imported (patching the package later changes nothing)."""
     C, H = x.size(1), h.size(1)
-    cell = LSTMCell(C, H).double()
+    cell = _cell(C, H).double()
     with torch.no_grad():
         for p, w in zip(cell.parameters(), (weight_ih, weight_hh, bias_ih, bias_hh), strict=True):
             p.copy_(w)
@@ -153,12 +108,22 @@ def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     "out like PyTorch's: weight_ih (4H, C), weight_hh (4H, H), bias_ih and bias_hh (4H,), "
     "their four blocks of H rows in the gate order i, f, g, o. Return (h_new, c_new), each "
     "(B, H).",
+    # The package's LSTM reaches LSTMCell.forward, and both reach LSTMCell.gates.
+    forbid=(
+        "minitx.nn.rnn.LSTMCell",
+        "minitx.nn.rnn.LSTMCell.gates",
+        "minitx.nn.rnn.LSTM",
+        "torch.lstm_cell",
+        "torch.lstm",
+        "torch.nn.LSTMCell",
+        "torch.nn.LSTM",
+    ),
 )
-def _(fn):
+def _(fn, _reference=lstm_cell_step):
     return compare(
         fn,
         ((f"with B={B}, C={C}, H={H}", args) for (B, C, H), args in lstm_step_cases()),
-        lstm_cell_step,
+        _reference,
         names=("h_new", "c_new"),
         order=("c_new", "h_new"),
         atol=1e-8,
@@ -177,10 +142,6 @@ def _(fn):
 # ---- compute --------------------------------------------------------------------------------
 
 
-def _lstm_params() -> int:
-    return sum(p.numel() for p in LSTM(*LSTM_SIZES).parameters())
-
-
 @exercise(
     "02.lstm_params",
     f"How many trainable numbers does minitx.nn.rnn.LSTM({LSTM_SIZES[0]}, {LSTM_SIZES[1]}) hold "
@@ -188,29 +149,13 @@ def _lstm_params() -> int:
     kind="compute",
 )
 def _(answer):
-    value = _number(answer)
-    want = _lstm_params()
-    if value == want:
-        return None
-    if value * 4 == want:
-        return "an LSTM has four gate blocks (i, f, g, o), each with its own weights"
-    if value == want - 8 * LSTM_SIZES[1] or value == want - 4 * LSTM_SIZES[1]:
-        return "count both bias vectors, bias_ih and bias_hh, each of size 4 * hidden_size"
-    return "weight_ih is (4H, C) and weight_hh is (4H, H); add the two biases of size 4H"
-
-
-def forget_fraction() -> float:
-    """c_STEPS / c_0 for an LSTM cell whose forget gate is FORGET and whose candidate is 0."""
-    cell = LSTMCell(1, 1).double()
-    with torch.no_grad():
-        for p in cell.parameters():
-            p.zero_()
-        cell.bias_ih[1] = math.log(FORGET / (1 - FORGET))  # f = sigmoid(logit(0.9)) = 0.9
-    x = torch.zeros(1, 1, dtype=torch.float64)
-    state = (torch.zeros_like(x), torch.ones_like(x))  # h_0 = 0, c_0 = 1
-    for _ in range(STEPS):
-        state = cell(x, state)
-    return state[1].item()
+    return check_sealed(
+        "02.lstm_params",
+        answer,
+        _LSTM_PARAMS,
+        hints=_LSTM_PARAMS_MISTAKES,
+        advice="weight_ih is (4H, C) and weight_hh is (4H, H); add the two biases of size 4H",
+    )
 
 
 @exercise(
@@ -221,13 +166,15 @@ def forget_fraction() -> float:
     kind="compute",
 )
 def _(answer):
-    value = _number(answer)
-    want = forget_fraction()
-    if close(value, want, atol=1e-3):
-        return None
-    if close(value, FORGET * STEPS, atol=1e-3) or close(value, 1 - (1 - FORGET) * STEPS):
-        return "the forget gate multiplies the cell state at every step; it does not add"
-    return "with g = 0, c_t = f * c_(t-1); apply that repeatedly"
+    return check_sealed(
+        "02.forget_gate",
+        answer,
+        _FORGET_GATE,
+        decimals=3,
+        atol=1e-3,
+        hints=_FORGET_GATE_MISTAKES,
+        advice="with g = 0, c_t = f * c_(t-1); apply that repeatedly",
+    )
 
 
 # ---- think ----------------------------------------------------------------------------------

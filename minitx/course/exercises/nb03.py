@@ -2,14 +2,15 @@
 written by the learner, a prediction about a repeated encoder state, and an open question
 on the bottleneck.
 
-Expected answers are computed with :mod:`minitx.data.dates` and :mod:`minitx.nn.attention`,
-never typed in. Random inputs are drawn under ``torch.random.fork_rng`` so that checking an
-answer does not move the learner's random numbers.
+The answers are kept as seals (:mod:`minitx.course.exercises.seal`), computed from the
+instructor's solutions (instructor/solutions/nb03.py); the package computes none of them.
+Random inputs are drawn under ``torch.random.fork_rng`` so that checking an answer does not
+move the learner's random numbers.
 """
 
 from __future__ import annotations
 
-import datetime
+import re
 from typing import Any
 
 import torch
@@ -17,25 +18,40 @@ from torch import Tensor
 
 from minitx.course.exercises import teaching_notes, think
 from minitx.course.exercises.checks import compare, compute, implement, predict
-from minitx.data import dates
+from minitx.course.exercises.seal import seal
 from minitx.nn.attention import AdditiveAttention
 
-# The four sources of "03.iso": (date, format); the prompt shows format_date of each.
-ISO_CASES = (
-    (datetime.date(2005, 4, 3), "d/m/yy"),
-    (datetime.date(1951, 11, 30), "mon d yy"),
-    (datetime.date(2049, 2, 1), "dd.mm.yyyy"),
-    (datetime.date(1987, 7, 14), "weekday the dth of month yyyy"),
+# The four sources of "03.iso", as the task writes them (dates.format_date of four dates).
+ISO_SOURCES = ("3/4/05", "nov 30 51", "01.02.2049", "tuesday the 14th of july 1987")
+# Seals of each source's ISO date, seal(f"03.iso#{i}", date), and of 03.duplicate's letter.
+_ISO = (
+    "f0c494f8e6934904bc7478307de1d939f2776926",
+    "6e47474053544659935b5183e2d3a647e6257661",
+    "2182ef7a75119ac22208d2a1c7bcf545d60bcebc",
+    "f0fb49eba47404b979169e495c9bc997fdabf485",
 )
+_DUPLICATE = "d248659ecafdd156d7f6e08ff50c763c58bd6055"
+_ISO_FORM = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def iso_sources() -> list[str]:
     """The sources of exercise "03.iso", as the task writes them."""
-    return [dates.format_date(d, fmt) for d, fmt in ISO_CASES]
+    return list(ISO_SOURCES)
 
 
-def expected_iso() -> list[str]:
-    return [d.isoformat() for d, _ in ISO_CASES]
+def _iso_hint(i: int, date: str) -> str | None:
+    """None if ``date`` is the ISO date of source ``i``, else what to look at."""
+    if _ISO_FORM.fullmatch(date) is None:
+        return f"#{i}: ISO is yyyy-mm-dd, 10 characters with zero-padded month and day"
+    if seal(f"03.iso#{i}", date) == _ISO[i]:
+        return None
+    year, month, day = date.split("-")
+    other_century = {"19": "20", "20": "19"}.get(year[:2], year[:2]) + year[2:]
+    if seal(f"03.iso#{i}", f"{other_century}-{month}-{day}") == _ISO[i]:
+        return f"#{i}: check the century rule for two-digit years"
+    if seal(f"03.iso#{i}", f"{year}-{day}-{month}") == _ISO[i]:
+        return f"#{i}: month and day are swapped; numeric dates are day first"
+    return f"#{i} is not right yet"
 
 
 @compute(
@@ -45,25 +61,14 @@ def expected_iso() -> list[str]:
     "minitx.course.exercises.nb03.iso_sources() as a list of 4 strings 'yyyy-mm-dd'.",
 )
 def _iso(answer: Any) -> str | None:
-    if isinstance(answer, str) or not hasattr(answer, "__len__"):
+    if type(answer) not in (list, tuple):
         return f"answer with a list of 4 strings, got a {type(answer).__name__}"
-    expected = expected_iso()
-    if len(answer) != len(expected):
-        return f"give {len(expected)} dates, one per source; got {len(answer)}"
-    hints = []
-    for i, e in enumerate(expected):
-        a = str(answer[i]).strip()
-        if a == e:
-            continue
-        if len(a) != 10 or a[4] != "-" or a[7] != "-":
-            hints.append(f"#{i}: ISO is yyyy-mm-dd, 10 characters with zero-padded month and day")
-        elif a[:4] != e[:4] and a[2:4] == e[2:4]:
-            hints.append(f"#{i}: check the century rule for two-digit years")
-        elif a[5:7] == e[8:10] and a[8:10] == e[5:7]:
-            hints.append(f"#{i}: month and day are swapped; numeric dates are day first")
-        else:
-            hints.append(f"#{i} is not right yet")
-    return "; ".join(hints) or None
+    if len(answer) != len(_ISO):
+        return f"give {len(_ISO)} dates, one per source; got {len(answer)}"
+    if not all(isinstance(a, str) for a in answer):
+        return "answer with 4 strings 'yyyy-mm-dd', one per source"
+    hints = [_iso_hint(i, str.strip(a)) for i, a in enumerate(answer)]
+    return "; ".join(h for h in hints if h) or None
 
 
 # ---- implement: one step of additive attention ------------------------------------------
@@ -91,8 +96,10 @@ def _additive_cases() -> list[tuple[Tensor, ...]]:
     return cases
 
 
-def _package_additive(s, h, W, U, v, mask) -> tuple[Tensor, Tensor]:
-    att = AdditiveAttention(W.size(1), U.size(1), W.size(0)).double()
+def _package_additive(s, h, W, U, v, mask, _cls=AdditiveAttention) -> tuple[Tensor, Tensor]:
+    """The package's additive attention with these weights: the reference, bound when this
+    module was imported (patching the package later changes nothing)."""
+    att = _cls(W.size(1), U.size(1), W.size(0)).double()
     with torch.no_grad():
         att.W_q.weight.copy_(W)
         att.W_k.weight.copy_(U)
@@ -134,12 +141,18 @@ def _lengths(mask: Tensor) -> str:
     "weights): weights (B, T) the softmax over the source positions of "
     "v . tanh(W s + U h_j), zero on padding; context (B, d_h) = sum_j a_j h_j. Answer with "
     "the function.",
+    forbid=(
+        "minitx.nn.attention.AdditiveAttention",
+        "minitx.nn.attention.AdditiveAttention.score",
+        "minitx.nn.attention._attend",
+        "minitx.nn.attention._score_softmax_sum",
+    ),
 )
-def _additive(answer: Any) -> str | None:
+def _additive(answer: Any, _reference=_package_additive) -> str | None:
     return compare(
         answer,
         ((_lengths(case[5]), case) for case in _additive_cases()),
-        _package_additive,
+        _reference,
         names=("context", "weights"),
         order=("weights", "context"),
         arrays=True,
@@ -159,23 +172,6 @@ DUPLICATE_CHOICES = {
 }
 
 
-def duplicate_truth(n_trials: int = 200) -> str:
-    """The letter of :data:`DUPLICATE_CHOICES` that holds on ``n_trials`` random additive
-    attentions: the context with h_3 appended a second time, against the context without."""
-    moved = []
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(0)
-        for _ in range(n_trials):
-            att = AdditiveAttention(4, 4, 4).double()
-            s = torch.randn(1, 4, dtype=torch.float64)
-            h = torch.randn(1, 3, 4, dtype=torch.float64)
-            c, _ = att(s, h)
-            c2, _ = att(s, torch.cat([h, h[:, 2:]], dim=1))
-            before, after = (c - h[:, 2]).norm(), (c2 - h[:, 2]).norm()
-            moved.append("a" if torch.isclose(before, after) else "b" if after < before else "c")
-    return moved[0] if len(set(moved)) == 1 else "d"
-
-
 predict(
     "03.duplicate",
     "A decoder state s attends with additive attention over three encoder states h_1, h_2, "
@@ -184,7 +180,7 @@ predict(
     "(b) it moves toward h_3; (c) it moves away from h_3; (d) that depends on W, U and v. "
     "Answer with a letter.",
     DUPLICATE_CHOICES,
-    duplicate_truth,
+    _DUPLICATE,
     "compare the new context with the old one and h_3",
     whole=True,
     hints={

@@ -2,8 +2,9 @@
 
 Two predictions (a shifted key, a repeated word), one implementation (attention itself,
 tested against :func:`minitx.nn.attention.scaled_dot_product_attention`), two pieces of
-calculator work and one open question. Expected answers are computed with the package,
-never typed in.
+calculator work and one open question. The answers are kept as seals
+(:mod:`minitx.course.exercises.seal`), computed from the instructor's solutions
+(instructor/solutions/nb04.py); the package computes none of them.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Any
 
 import torch
 
-from minitx.course.exercises import close, exercise, teaching_notes, think
+from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import compare_attention, implement, predict
+from minitx.course.exercises.plain import plain_int
+from minitx.course.exercises.seal import canonical, check_sealed, seal
 from minitx.nn.attention import scaled_dot_product_attention
-from minitx.nn.word_attention import embed_tokens, random_projections
 
 DT = torch.float64
 SHAPE_NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "S", "A", "Z")
@@ -32,72 +34,28 @@ REPEAT_CHOICES = {
     "c": "moves straight away from v_river",
     "d": "moves in some other direction",
 }
-REPEAT_SENTENCE = ("the", "bank", "of", "the", "river")
 
-
-def _entropy(weights: torch.Tensor) -> torch.Tensor:
-    return -(weights * weights.clamp_min(1e-300).log()).sum(-1)
-
-
-def shift_keys_outcome() -> str:
-    """Add one vector c to every key, on random Q, K, V: how do the rows of A change?"""
-    g = torch.Generator().manual_seed(4)
-    Q, K, V = (torch.randn(6, 4, generator=g, dtype=DT) for _ in range(3))
-    c = 3.0 * torch.randn(4, generator=g, dtype=DT)
-    _, A = scaled_dot_product_attention(Q, K, V)
-    _, A_shifted = scaled_dot_product_attention(Q, K + c, V)
-    if torch.allclose(A, A_shifted, rtol=0, atol=1e-12):
-        return SHIFT_CHOICES["a"]
-    change = _entropy(A_shifted) - _entropy(A)
-    if (change < 0).all():
-        return SHIFT_CHOICES["b"]
-    if (change > 0).all():
-        return SHIFT_CHOICES["c"]
-    return SHIFT_CHOICES["d"]
-
-
-def repeat_word_outcome(d_model: int = 16) -> str:
-    """Append a second 'river' to 'the bank of the river': where does the output of
-    'bank' go, relative to the value vector of 'river'? (Notebook 04's fixed embeddings
-    and projections.)"""
-    W_Q, W_K, W_V = random_projections(d_model, d_k=16)
-
-    def bank_output(words: tuple[str, ...]) -> torch.Tensor:
-        X = embed_tokens(list(words), d_model)
-        return scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V)[0][words.index("bank")]
-
-    before = bank_output(REPEAT_SENTENCE)
-    after = bank_output((*REPEAT_SENTENCE, "river"))
-    v_river = (embed_tokens(["river"], d_model) @ W_V)[0]
-    step, towards = after - before, v_river - before
-    if step.norm() < 1e-9:
-        return REPEAT_CHOICES["a"]
-    cos = torch.cosine_similarity(step, towards, dim=0).item()
-    if cos > 1 - 1e-9:
-        return REPEAT_CHOICES["b"]
-    if cos < -1 + 1e-9:
-        return REPEAT_CHOICES["c"]
-    return REPEAT_CHOICES["d"]
-
-
-def expected_shapes(n: int = 4, d_model: int = 6, d_k: int = 3, d_v: int = 3) -> dict:
-    """Run self-attention on tensors of these sizes and read off every shape.
-
-    (Ones, not random numbers: only the shapes matter.)"""
-    X = torch.ones(n, d_model)
-    W_Q, W_K, W_V = torch.ones(d_model, d_k), torch.ones(d_model, d_k), torch.ones(d_model, d_v)
-    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
-    S = Q @ K.T
-    Z, A = scaled_dot_product_attention(Q, K, V)
-    tensors = dict(X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, Q=Q, K=K, V=V, S=S, A=A, Z=Z)
-    return {name: tuple(t.shape) for name, t in tensors.items()}
-
-
-def expected_tiny() -> torch.Tensor:
-    """Weights of q = [2, 0] over k1 = [1, 0], k2 = [0, 1] (d_k = 2)."""
-    q = torch.tensor([[2.0, 0.0]], dtype=DT)
-    K = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT)
-    return scaled_dot_product_attention(q, K, K)[1][0]
+# Seals of the answers, computed from the instructor's solutions, and of a known mistake.
+_SHIFT_KEYS = "f61227f3a99d469bcce6f9f158353ca3711587c6"
+_REPEAT_WORD = "5db342e19a66982c398f450a03459acbffd440d7"
+_SHAPES = "b9241ec55ad9f705bced5ccca343ca8ea643e4ef"  # canonical({name: [rows, cols]})
+_SHAPE = {  # seal(f"04.shapes.{name}", canonical([rows, cols]))
+    "X": "94c6f8e51a1f99b2f4fc3673d9caea7def803cce",
+    "W_Q": "b2e7a4f4224411fb032d2c405fd2b497dbb2a210",
+    "W_K": "acf7c51589336abde3626f949799a2e6429278bf",
+    "W_V": "63e928ba7e952de22fa308bcb9b4ce264f1df511",
+    "Q": "875c1d863b385ac738622635fac6083d211abd6b",
+    "K": "9acc6dbd639f85ba866a77feb58eeb853a1990b3",
+    "V": "70c67e8196c1301cc2e200143fa8056015af8ffa",
+    "S": "b850937255ac56e77f595628c40b92400e38f6c6",
+    "A": "c1647249028e63d26c4b175460122dff2ddcd05e",
+    "Z": "9c24d4acf73146bf7e0294d7d755a730c1405a97",
+}
+_TINY = "10b56b70485daab33df3c752a926bebeacd2112b"  # two weights, 2 decimals
+_TINY_MISTAKES = {
+    "7ccd0ca5453ae7fdf14731c4c9ee574cdba562ff": "close: you forgot to divide the scores by "
+    "sqrt(d_k)",
+}
 
 
 # ---- predict -----------------------------------------------------------------------------
@@ -110,7 +68,7 @@ predict(
     "row gets sharper; (c) every row gets flatter; (d) they change, but not in one "
     "direction. Answer with the letter.",
     SHIFT_CHOICES,
-    shift_keys_outcome,
+    _SHIFT_KEYS,
     "not what happens: write the new score q . (k_j + c) as two terms, and ask "
     "which of them differs from key to key",
     whole=True,
@@ -124,7 +82,7 @@ predict(
     "v_river, the value vector of 'river'; (c) it moves straight away from v_river; (d) it "
     "moves in some other direction. Answer with the letter.",
     REPEAT_CHOICES,
-    repeat_word_outcome,
+    _REPEAT_WORD,
     "not what happens: write z as a sum of e^(score) * value over the keys, divided "
     "by the sum of e^(score); then add one more term for the new key",
     whole=True,
@@ -176,14 +134,29 @@ def _diagnose_weights(name: str, got: dict, want: dict, args: tuple) -> str | No
     "Write attention(Q, K, V) that returns (Z, A): A = softmax(Q K^T / sqrt(d_k)) and "
     "Z = A V, for Q of shape (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v), where "
     "'...' is any number of batch dimensions (none, or batch and heads).",
+    forbid=(
+        "minitx.nn.attention.scaled_dot_product_attention",
+        "minitx.nn.attention._score_softmax_sum",
+        "minitx.nn.attention.DotProductAttention",
+        "minitx.nn.attention.MultiHeadAttention",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "torch.nn.functional.multi_head_attention_forward",
+        "torch.nn.MultiheadAttention",
+    ),
 )
-def _attention(fn: Any) -> str | None:
-    return compare_attention(
-        fn, attention_inputs(), scaled_dot_product_attention, diagnose=_diagnose_weights
-    )
+def _attention(fn: Any, _reference=scaled_dot_product_attention) -> str | None:
+    return compare_attention(fn, attention_inputs(), _reference, diagnose=_diagnose_weights)
 
 
 # ---- compute -----------------------------------------------------------------------------
+
+
+def _shape(value: Any) -> list[int] | None:
+    """A shape given as a tuple, a list or a torch.Size of whole numbers, as a list."""
+    if not isinstance(value, tuple | list):
+        return None
+    dims = [plain_int(d) for d in value]
+    return None if any(d is None for d in dims) else dims
 
 
 @exercise(
@@ -198,14 +171,17 @@ def _shapes(answer: Any) -> str | None:
     missing = [name for name in SHAPE_NAMES if name not in answer]
     if missing:
         return f"missing: {', '.join(missing)}"
-    expected = expected_shapes()
-    wrong = [name for name in SHAPE_NAMES if tuple(answer[name]) != expected[name]]
-    if wrong:
-        return (
-            f"check {', '.join(wrong)}; a product (a x b)(b x c) is a x c, and a weight "
-            "matrix maps d_model features to d_k (or d_v) features"
-        )
-    return None
+    shapes = {name: _shape(answer[name]) for name in SHAPE_NAMES}
+    unread = [name for name, shape in shapes.items() if shape is None]
+    if unread:
+        return f"give each shape as a tuple of whole numbers, e.g. (4, 6); see {', '.join(unread)}"
+    if seal("04.shapes", canonical(shapes)) == _SHAPES:
+        return None
+    wrong = [n for n in SHAPE_NAMES if seal(f"04.shapes.{n}", canonical(shapes[n])) != _SHAPE[n]]
+    return (
+        f"check {', '.join(wrong)}; a product (a x b)(b x c) is a x c, and a weight "
+        "matrix maps d_model features to d_k (or d_v) features"
+    )
 
 
 @exercise(
@@ -215,15 +191,16 @@ def _shapes(answer: Any) -> str | None:
     kind="compute",
 )
 def _tiny(answer: Any) -> str | None:
-    expected = expected_tiny()
-    if len(answer) != len(expected):
-        return f"give {len(expected)} weights, one per key; got {len(answer)}"
-    raw = torch.softmax(torch.tensor([2.0, 0.0], dtype=DT), -1)
-    if close(answer, raw, atol=0.0051):
-        return "close: you forgot to divide the scores by sqrt(d_k)"
-    if not close(answer, expected, atol=0.0051):
-        return "score_j = q . k_j / sqrt(d_k), then a softmax over the two scores"
-    return None
+    return check_sealed(
+        "04.tiny",
+        answer,
+        _TINY,
+        count=2,
+        decimals=2,
+        atol=0.005,
+        hints=_TINY_MISTAKES,
+        advice="score_j = q . k_j / sqrt(d_k), then a softmax over the two scores",
+    )
 
 
 # ---- think -------------------------------------------------------------------------------

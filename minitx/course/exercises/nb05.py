@@ -4,8 +4,10 @@ One prediction (which outputs move when the first token changes under a causal m
 implementations (``masked_softmax`` with fully masked rows, tested against
 :func:`minitx.nn.attention.masked_softmax`; causal attention without a loop, tested against
 :func:`minitx.nn.attention.scaled_dot_product_attention` with :func:`minitx.nn.masks.causal_mask`),
-one count by hand and two open questions. Expected answers are computed with the package,
-never typed in.
+one count by hand and two open questions. The prediction and the count are kept as seals
+(:mod:`~minitx.course.exercises.seal`) of the answers the instructor's solutions compute; the
+references the implementations are compared with are bound when this module is imported,
+and neither the package's functions nor PyTorch's own attention may stand in for an answer.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from minitx.course.exercises.checks import (
     predict,
     shape_hint,
 )
+from minitx.course.exercises.seal import check_sealed
 from minitx.nn.attention import masked_softmax, scaled_dot_product_attention
-from minitx.nn.masks import causal_mask, combine_masks, padding_mask
+from minitx.nn.masks import causal_mask
 
 DT = torch.float64
 
@@ -33,31 +36,35 @@ FIRST_CHOICES = {
     "c": "all three outputs",
     "d": "outputs 2 and 3",
 }
-COMBINED_LENGTHS, COMBINED_T = (4, 11), 11
+_CHANGE_FIRST = "a8e56da3e62d04595a347ee54a94578f4e4ce82a"
+_COMBINED = "b3021caf929e114dca22fac4d824de7efd9fadb6"
+_COMBINED_HINTS = {
+    "0f471fe59d27c948d8c499afb71a6dd40792cc9c":
+        "that is the causal mask alone; the padding blocks some keys as well",
+    "060409b77c7307a2dd2d5001a4e29accf1840d13":
+        "that is the padding mask alone; the causal mask blocks the future as well",
+}
+
+# What already does the work of the two implement exercises: the package's masked softmax and
+# attention (functions and modules) and PyTorch's.
+_ATTENTION = (
+    "minitx.nn.attention.masked_softmax",
+    "minitx.nn.attention.scaled_dot_product_attention",
+    "minitx.nn.attention.MultiHeadAttention",
+    "minitx.nn.attention.DotProductAttention",
+    "minitx.nn.grouped_attention.grouped_query_attention",
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.MultiheadAttention",
+)
+_MASKS = (
+    "minitx.nn.masks.causal_mask",
+    "minitx.nn.masks.sliding_window_mask",
+    "minitx.nn.masks.mask_of_kind",
+)
 
 
 # ---- predict -----------------------------------------------------------------------------
-
-
-def change_first_outcome() -> str:
-    """Three tokens, causal self-attention with random projections: change the *first*
-    token's embedding; which outputs move?"""
-    g = torch.Generator().manual_seed(5)
-    X = torch.randn(3, 4, generator=g, dtype=DT)
-    W_Q, W_K, W_V = (torch.randn(4, 4, generator=g, dtype=DT) for _ in range(3))
-    changed = X.clone()
-    changed[0] = torch.randn(4, generator=g, dtype=DT)
-    mask = causal_mask(3)
-    before = scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V, mask)[0]
-    after = scaled_dot_product_attention(changed @ W_Q, changed @ W_K, changed @ W_V, mask)[0]
-    moved = ((after - before).abs().amax(-1) > 1e-9).tolist()
-    outcomes = {
-        (True, False, False): "a",
-        (True, True, False): "b",
-        (True, True, True): "c",
-        (False, True, True): "d",
-    }
-    return FIRST_CHOICES[outcomes[tuple(moved)]]
 
 
 predict(
@@ -66,7 +73,7 @@ predict(
     "token and only the last output moved. Now change the FIRST token's embedding instead, "
     "keeping the weights. Which outputs move?",
     FIRST_CHOICES,
-    change_first_outcome,
+    _CHANGE_FIRST,
     "not what happens: for each output i, list the tokens its row of A may look "
     "at, and ask whether token 1 is among them, as a key or as the query",
     ask="Answer with the letter.",
@@ -76,7 +83,7 @@ predict(
 # ---- implement: masked_softmax ----------------------------------------------------------
 
 
-def masked_softmax_inputs() -> list[tuple[torch.Tensor, torch.Tensor]]:
+def masked_softmax_inputs(_causal: Any = causal_mask) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(scores, mask) pairs, seeded: random masks with some fully blocked rows, a causal
     mask, large scores, one key, and a single blocked entry."""
     g = torch.Generator().manual_seed(505)
@@ -91,7 +98,7 @@ def masked_softmax_inputs() -> list[tuple[torch.Tensor, torch.Tensor]]:
     big_mask[0, :, 0] = True
     return [
         (scores, mask),
-        (causal_scores, causal_mask(3)),
+        (causal_scores, _causal(3)),
         (big, big_mask),
         (torch.randn(1, 1, generator=g, dtype=DT), torch.ones(1, 1, dtype=torch.bool)),
         (torch.randn(1, 1, generator=g, dtype=DT), torch.zeros(1, 1, dtype=torch.bool)),
@@ -108,11 +115,12 @@ def _where(index: torch.Tensor) -> str:
     "mask (booleans of the same shape, True = may attend) is False gets weight exactly 0, "
     "and a row whose keys are all blocked comes out as all zeros, not NaN, with a finite "
     "gradient.",
+    forbid=_ATTENTION,
 )
-def _masked_softmax(fn: Any) -> str | None:
+def _masked_softmax(fn: Any, _reference: Any = masked_softmax) -> str | None:
     for scores, mask in masked_softmax_inputs():
         where = f"on scores of shape {tuple(scores.shape)}"
-        expected = masked_softmax(scores, mask)
+        expected = _reference(scores, mask)
         got, hint = outputs(fn, (scores, mask), where, ("your weights",))
         hint = hint or shape_hint(got[0], expected, "your weights", where)
         hint = hint or _weights_hint(got[0].to(DT), expected, mask, where)
@@ -195,16 +203,17 @@ def causal_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     ]
 
 
-def _causal_weights_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
+def _causal_weights_hint(name: str, got: dict, want: dict, args: tuple,
+                         _causal: Any = causal_mask) -> str | None:
     """What is wrong with causal weights A that differ from the expected ones (None: not A,
     or no likely mistake found)."""
     if name != "A":
         return None
     A = got["A"]
     T = A.size(-1)
-    future = ~causal_mask(T)
+    future = ~_causal(T)
     if (A[..., future].abs() > 1e-9).any():
-        if (A[..., causal_mask(T) & ~torch.eye(T, dtype=torch.bool)].abs() < 1e-12).all():
+        if (A[..., _causal(T) & ~torch.eye(T, dtype=torch.bool)].abs() < 1e-12).all():
             return (
                 "your weights look at later keys and ignore earlier ones: the mask is "
                 "the wrong triangle"
@@ -220,8 +229,9 @@ def _causal_weights_hint(name: str, got: dict, want: dict, args: tuple) -> str |
     return None
 
 
-def _causal_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor):
-    return scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)))
+def _causal_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
+                      _attention: Any = scaled_dot_product_attention, _causal: Any = causal_mask):
+    return _attention(Q, K, V, _causal(Q.size(-2)))
 
 
 @implement(
@@ -229,24 +239,19 @@ def _causal_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor):
     "Write my_causal_attention(Q, K, V) that returns (Z, A) for causal self-attention, "
     "without a Python loop over positions: Q and K of shape (..., T, d_k), V (..., T, d_v), "
     "A = softmax of the scaled scores with every key after its query blocked, Z = A V.",
+    forbid=_ATTENTION + _MASKS,
 )
-def _causal_attention(fn: Any) -> str | None:
+def _causal_attention(fn: Any, _reference: Any = _causal_reference) -> str | None:
     return compare_attention(
         fn,
         causal_inputs(),
-        _causal_reference,
+        _reference,
         diagnose=_causal_weights_hint,
         advice="are the scores divided by sqrt(d_k)?",
     )
 
 
 # ---- compute -----------------------------------------------------------------------------
-
-
-def expected_combined(lengths: tuple[int, ...] = COMBINED_LENGTHS, T: int = COMBINED_T) -> int:
-    """Allowed (query, key) pairs of the first sequence under causal + padding masks."""
-    mask = combine_masks(causal_mask(T), padding_mask(list(lengths), T))  # (B, 1, T, T)
-    return int(mask[0, 0].sum())
 
 
 @exercise(
@@ -257,17 +262,10 @@ def expected_combined(lengths: tuple[int, ...] = COMBINED_LENGTHS, T: int = COMB
     kind="compute",
 )
 def _combined(answer: Any) -> str | None:
-    if isinstance(answer, bool) or not float(answer).is_integer():
-        return "answer with a whole number of pairs"
-    got = int(answer)
-    T, n = COMBINED_T, COMBINED_LENGTHS[0]
-    if got == int(causal_mask(T).sum()):
-        return "that is the causal mask alone; the padding blocks some keys as well"
-    if got == int(padding_mask([n], T).expand(1, 1, T, T).sum()):
-        return "that is the padding mask alone; the causal mask blocks the future as well"
-    if got != expected_combined():
-        return "a pair is allowed only if both masks allow it: key <= query and key is real"
-    return None
+    return check_sealed(
+        "05.combined", answer, _COMBINED, hints=_COMBINED_HINTS,
+        advice="a pair is allowed only if both masks allow it: key <= query and key is real",
+    )
 
 
 # ---- think -------------------------------------------------------------------------------

@@ -1,15 +1,16 @@
 """Exercises of notebook 06 (multi-head attention): heads split and merged, masks handed to
 PyTorch, a prediction about swapping heads, and an open question.
 
-Expected answers come from :mod:`minitx.nn.attention` (the package's own multi-head attention)
-and :mod:`minitx.data.relations`, never typed in. Every test input is drawn under
+The implementations are compared with :mod:`minitx.nn.attention` (the package's own
+multi-head attention) and PyTorch's ``nn.MultiheadAttention``, bound when this module is
+imported; neither may stand in for an answer. The prediction is kept as the seal of the
+letter the instructor's solution computes. Every test input is drawn under
 ``torch.random.fork_rng`` with its own seed, so checking an answer does not move the
 learner's random numbers.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -24,8 +25,7 @@ from minitx.course.exercises.checks import (
     predict,
     shape_hint,
 )
-from minitx.course.relations import RelationNet
-from minitx.data.relations import RelationTask
+from minitx.course.exercises.plain import base_tensor, plain_tensor
 from minitx.nn.attention import (
     MultiHeadAttention,
     merge_heads,
@@ -37,13 +37,27 @@ from minitx.nn.masks import causal_mask, padding_mask
 # (B, T, d_model, n_heads): several heads and positions first, then batch 1, length 1,
 # one head, and more heads than positions.
 HEAD_CASES = ((2, 5, 8, 2), (3, 7, 24, 4), (1, 1, 12, 3), (2, 4, 6, 1), (1, 3, 16, 8))
+_SWAP = "738a54c7f1c8f5b10f6835469c9a7888c16ed54d"
+
+# What already splits or merges heads: the package's functions and the modules built on them,
+# and PyTorch's multi-head attention.
+_MODULES = (
+    "minitx.nn.attention.MultiHeadAttention",
+    "minitx.nn.grouped_attention.GroupedQueryAttention",
+    "torch.nn.MultiheadAttention",
+    "torch.nn.functional.multi_head_attention_forward",
+)
+_SPLIT = ("minitx.nn.attention.split_heads", "minitx.nn.attention.MultiHeadAttention.project",
+          *_MODULES)
+_MERGE = ("minitx.nn.attention.merge_heads", *_MODULES)
 
 
-def _setup(B: int, T: int, C: int, h: int, seed: int) -> tuple[MultiHeadAttention, Tensor]:
+def _setup(B: int, T: int, C: int, h: int, seed: int,
+           _module: Any = MultiHeadAttention) -> tuple[MultiHeadAttention, Tensor]:
     """A seeded double-precision module and input, drawn without touching the learner's RNG."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        mha = MultiHeadAttention(C, h).double().eval()
+        mha = _module(C, h).double().eval()
         x = torch.randn(B, T, C, dtype=torch.float64)
     return mha, x
 
@@ -56,7 +70,7 @@ def _entry(got: Tensor, want: Tensor, axes: str) -> str:
 def _result(answer: Any, args: tuple, want: Tensor, where: str, axes: str) -> tuple:
     """The learner's tensor in float64 and None, or None and a hint: ``answer`` raised, or
     returned something other than a tensor of ``want``'s shape, or NaN."""
-    got, hint = outputs(answer, args, where, ("the result",))
+    got, hint = outputs(answer, args, where, ("the result",), arrays=True)
     hint = hint or shape_hint(got[0], want, "the result", where, f"that is {axes}")
     if hint is None and torch.isnan(got[0]).any():
         hint = f"{where}, your result holds NaN"
@@ -86,23 +100,26 @@ def _over_head_cases(hint: Callable[..., str | None]) -> Callable[[Any], str | N
     "d_k = d_model // n_heads, head h holding features h*d_k to (h+1)*d_k - 1 of each "
     "position. The checker runs attention on your heads and compares with the package's "
     "MultiHeadAttention. Answer with the function.",
+    forbid=_SPLIT,
 )
 @_over_head_cases
-def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
+def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str,
+                _split: Any = split_heads, _merge: Any = merge_heads,
+                _attention: Any = scaled_dot_product_attention) -> str | None:
     want_out, want_w = mha(x, need_weights=True)  # the package's multi-head attention
     q, k, v = mha.in_proj(x).split(x.size(-1), dim=-1)  # (B, T, C) each
-    got, hint = _result(answer, (q, h), split_heads(q, h), where, "(B, n_heads, T, d_k)")
+    got, hint = _result(answer, (q, h), _split(q, h), where, "(B, n_heads, T, d_k)")
     if hint is not None:
         return hint
-    heads = [call_learner(answer, t.clone(), h)[0] for t in (q, k, v)]
-    if not all(isinstance(t, Tensor) for t in heads):
+    heads = [plain_tensor(call_learner(answer, t.clone(), h)[0]) for t in (q, k, v)]
+    if not all(isinstance(t, Tensor) and t.shape == got.shape for t in heads):
         return "return a tensor for every input"
-    z, w = scaled_dot_product_attention(*(t.double() for t in heads))
-    out = mha.out_proj(merge_heads(z))
+    z, w = _attention(*heads)
+    out = mha.out_proj(_merge(z))
     if torch.allclose(w, want_w, atol=1e-9) and torch.allclose(out, want_out, atol=1e-9):
         return None
     return f"{where}, attention over your heads differs from the package's; " + _entry(
-        got, split_heads(q, h), "batch, head, position, feature"
+        got, _split(q, h), "batch, head, position, feature"
     )
 
 
@@ -112,19 +129,22 @@ def _split_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     "puts the heads side by side, shape (B, T, n_heads * d_k), head h in columns h*d_k to "
     "(h+1)*d_k - 1, ready for W_O. The checker applies the package's W_O to your result and "
     "compares with MultiHeadAttention's output. Answer with the function.",
+    forbid=_MERGE,
 )
 @_over_head_cases
-def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str) -> str | None:
+def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: str,
+                _split: Any = split_heads, _merge: Any = merge_heads,
+                _attention: Any = scaled_dot_product_attention) -> str | None:
     want_out, _ = mha(x, need_weights=True)
-    q, k, v = (split_heads(t, h) for t in mha.in_proj(x).split(x.size(-1), dim=-1))
-    z, _ = scaled_dot_product_attention(q, k, v)  # (B, h, T, d_k)
-    got, hint = _result(answer, (z,), merge_heads(z), where, "(B, T, d_model)")
+    q, k, v = (_split(t, h) for t in mha.in_proj(x).split(x.size(-1), dim=-1))
+    z, _ = _attention(q, k, v)  # (B, h, T, d_k)
+    got, hint = _result(answer, (z,), _merge(z), where, "(B, T, d_model)")
     if hint is not None:
         return hint
     if torch.allclose(mha.out_proj(got), want_out, atol=1e-9):
         return None
     return f"{where}, W_O applied to your result differs from the package's output; " + _entry(
-        got, merge_heads(z), "batch, position, feature"
+        got, _merge(z), "batch, position, feature"
     )
 
 
@@ -133,19 +153,22 @@ def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     "minitx masks say True = may attend; nn.MultiheadAttention's attn_mask says True = "
     "blocked. Write a function to_torch(mask) that turns a minitx (T_q, T_k) boolean mask into "
     "an attn_mask PyTorch reads the same way. Answer with the function.",
+    forbid=("minitx.nn.masks.additive_mask",),
 )
-def _torch_mask(answer: Any) -> str | None:
+def _torch_mask(answer: Any, _torch: Any = nn.MultiheadAttention,
+                _ours: Any = MultiHeadAttention.from_torch, _causal: Any = causal_mask,
+                _padding: Any = padding_mask) -> str | None:
     d_model, n_heads, T = 8, 2, 6
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(6)
-        ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True).double().eval()
+        ref = _torch(d_model, n_heads, batch_first=True).double().eval()
         x = torch.randn(2, T, d_model, dtype=torch.float64)
         random_mask = torch.rand(T, T) < 0.6
-        ours = MultiHeadAttention.from_torch(ref).eval()  # its init draws numbers too
+        ours = _ours(ref).eval()  # its init draws numbers too
     random_mask[:, 0] = True  # every query may attend to something
-    last_two = padding_mask([T - 2], T)[0, 0].expand(T, T)
+    last_two = _padding([T - 2], T)[0, 0].expand(T, T)
     for name, mask in (
-        ("a causal mask", causal_mask(T)),
+        ("a causal mask", _causal(T)),
         ("a padding mask", last_two),
         ("a random mask", random_mask),
     ):
@@ -154,6 +177,7 @@ def _torch_mask(answer: Any) -> str | None:
             return error
         if not isinstance(converted, Tensor) or converted.shape != mask.shape:
             return f"for {name} of shape {tuple(mask.shape)}, return a tensor of the same shape"
+        converted = base_tensor(converted)  # plain data: a subclass's methods never run
         if converted.is_floating_point():
             converted = converted.double()
         elif converted.dtype != torch.bool:
@@ -179,44 +203,13 @@ SWAP_CHOICES = {
 }
 
 
-def swap_heads(model: RelationNet, layer: int, i: int, j: int) -> RelationNet:
-    """A copy of ``model`` whose heads ``i`` and ``j`` of ``layer`` trade places: their rows
-    of W_Q, W_K, W_V and their columns of W_O."""
-    swapped = copy.deepcopy(model)
-    attn = swapped.layers[layer]
-    C, d = attn.d_model, attn.d_head
-    order = torch.arange(attn.n_heads)
-    order[i], order[j] = j, i
-    feats = torch.cat([torch.arange(int(h) * d, (int(h) + 1) * d) for h in order])  # (C,)
-    rows = torch.cat([feats, feats + C, feats + 2 * C])  # the same heads in W_Q, W_K, W_V
-    with torch.no_grad():
-        attn.in_proj.weight.copy_(attn.in_proj.weight[rows])
-        attn.in_proj.bias.copy_(attn.in_proj.bias[rows])
-        attn.out_proj.weight.copy_(attn.out_proj.weight[:, feats])
-    return swapped
-
-
-def swap_truth() -> str:
-    """The choice the experiment gives, run on a random (untrained) model: the answer does
-    not depend on the weights."""
-    task = RelationTask()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = RelationNet.for_task(task).double().eval()
-    x = task.sample(8, seed=0).x
-    with torch.no_grad():
-        before, after = model(x), swap_heads(model, 0, 0, 1)(x)
-    same = all(torch.allclose(a, b, atol=1e-10) for a, b in zip(before[:2], after[:2], strict=True))
-    return "a" if same else "b"
-
-
 predict(
     "06.swap_heads",
     "Predict before you run it. In the trained relation model, heads 0 and 1 of layer 0 trade "
     "places: their rows of W_Q, W_K, W_V and their columns of W_O are swapped, nothing is "
     "retrained. What happens?",
     SWAP_CHOICES,
-    swap_truth,
+    _SWAP,
     "not what the experiment shows: follow one head's output from its rows of W_Q, "
     "W_K, W_V to its columns of W_O, and ask whether its slot number is used anywhere",
 )

@@ -1,22 +1,21 @@
 """Exercises of notebook 08 (Mini-GPT: build and train): the residual stream at
 initialisation, the warmup-stable-decay schedule, and what limits a training run's speed.
 
-Expected answers are computed with :mod:`minitx.nn.gpt` and :mod:`minitx.train.config`, never
-typed in. Models are made under ``torch.random.fork_rng`` so that checking an answer does not
-move the learner's random numbers.
+The prediction is kept as the seal (:mod:`~minitx.course.exercises.seal`) of the letters the
+instructor's solution measures with :mod:`minitx.nn.gpt`; the schedule is compared with the
+trainer's own (:func:`minitx.train.optim.lr_at`), bound when this module is imported, which
+may not stand in for an answer, nor may PyTorch's learning-rate schedulers.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import replace
-from functools import cache
 from typing import Any
-
-import torch
 
 from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import first_hint, implement, keyed_letters
+from minitx.course.exercises.plain import plain_number
+from minitx.train.optim import lr_at
 
 DEPTH_CHOICES = {
     "a": "about the same, within 25%",
@@ -24,50 +23,19 @@ DEPTH_CHOICES = {
     "c": "between 3 and 6 times as large",
     "d": "more than 6 times as large",
 }
+_DEEP_INIT = "ef87110ff279ac0b4785b19334a396fcd7e720a4"
+# The trainer's schedule (TrainConfig.lr_at calls it) and PyTorch's schedulers: every
+# scheduler steps through LRScheduler.step; LinearLR is the straight line of warmup and decay.
+_SCHEDULES = (
+    "minitx.train.optim.lr_at",
+    "torch.optim.lr_scheduler.LRScheduler.step",
+    "torch.optim.lr_scheduler.LinearLR.get_lr",
+    "torch.optim.lr_scheduler.CosineAnnealingLR.get_lr",
+    "torch.optim.lr_scheduler.LambdaLR.get_lr",
+)
 
 
 # ---- predict: the residual stream of a deeper model at initialisation ----------------------
-
-
-def residual_std(n_layer: int, scaled: bool, seed: int = 0) -> float:
-    """Std of the residual stream after the last block of an untrained GPT of the ``cpu``
-    preset's width with ``n_layer`` blocks, on 8 random windows; ``scaled=False`` re-draws the
-    two residual projections of every block with std 0.02 instead of 0.02 / sqrt(2 n_layer)."""
-    from minitx.nn.gpt import GPT
-    from minitx.train.presets import get_preset
-
-    config = replace(get_preset("cpu").gpt_config(65), n_layer=n_layer)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = GPT(config).eval()
-        if not scaled:
-            for block in model.blocks:
-                torch.nn.init.normal_(block.attn.out_proj.weight, std=0.02)
-                torch.nn.init.normal_(block.ffn.fc2.weight, std=0.02)
-        idx = torch.randint(0, 65, (8, config.block_size))
-        with torch.no_grad():
-            x = model.tok_emb(idx) + model.pos_emb(config.block_size)
-            for block in model.blocks:
-                x, _ = block(x)
-    return float(x.std())
-
-
-def depth_letter(ratio: float) -> str:
-    """The letter of ``DEPTH_CHOICES`` for a ratio of stds."""
-    if ratio < 1.25:
-        return "a"
-    if ratio < 3:
-        return "b"
-    return "c" if ratio < 6 else "d"
-
-
-@cache
-def depth_truth() -> dict[str, str]:
-    """The letters for 16 blocks against 4, with and without the scaled projections."""
-    return {
-        name: depth_letter(residual_std(16, scaled) / residual_std(4, scaled))
-        for name, scaled in (("scaled", True), ("unscaled", False))
-    }
 
 
 @exercise(
@@ -81,21 +49,20 @@ def depth_truth() -> dict[str, str]:
     kind="predict",
 )
 def _deep_init(answer: Any) -> str | None:
-    return keyed_letters(answer, DEPTH_CHOICES, depth_truth, {
+    return keyed_letters(answer, DEPTH_CHOICES, _DEEP_INIT, {
         "scaled": "each block adds a variance proportional to 1 / (2 n_layer); how much do "
                   "all n_layer blocks add together?",
         "unscaled": "independent additions add their variances, so the std grows like the "
                     "square root of the number of blocks, not like the number itself",
-    })
+    }, "08.deep_init")
 
 
 # ---- implement: the warmup-stable-decay schedule --------------------------------------------
 
 
-def _package_lr(step: int, max_steps: int, peak: float, warmup: int, cooldown: int) -> float:
-    from minitx.train.optim import lr_at
-
-    return lr_at(step, learning_rate=peak, min_lr=0.0, warmup_steps=warmup,
+def _package_lr(step: int, max_steps: int, peak: float, warmup: int, cooldown: int,
+                _lr_at: Any = lr_at) -> float:
+    return _lr_at(step, learning_rate=peak, min_lr=0.0, warmup_steps=warmup,
                  decay_steps=max_steps, schedule="wsd", cooldown_steps=cooldown)  # fmt: skip
 
 
@@ -113,9 +80,11 @@ def _wsd_cases() -> list[tuple[int, int, float, int, int]]:
 
 def _wsd_hint(got: Any, step: int, max_steps: int, peak: float, warmup: int, cooldown: int):
     want = _package_lr(step, max_steps, peak, warmup, cooldown)
-    if isinstance(got, bool) or not isinstance(got, int | float):
+    number = plain_number(got)  # a float, a NumPy scalar or a 0-d tensor, as plain data
+    if number is None:
         return f"return a float, got {type(got).__name__}"
-    if abs(got - want) <= 1e-9 * max(1.0, peak):
+    got = float(number)
+    if abs(got - want) <= 1e-6 * peak:  # float32 arithmetic is close enough
         return None
     where = ("warmup" if step < warmup else
              "stable part" if step < max_steps - cooldown else "decay")  # fmt: skip
@@ -131,6 +100,7 @@ def _wsd_hint(got: Any, step: int, max_steps: int, peak: float, warmup: int, coo
     "line, peak * (step + 1) / warmup_steps; then it holds `peak` until `cooldown_steps` "
     "before the end; then it falls in a straight line, from `peak` at the first step of the "
     "decay towards 0 at step max_steps. Answer with the function.",
+    forbid=_SCHEDULES,
 )
 def _wsd(answer: Any) -> str | None:
     return first_hint(answer, _wsd_cases(), _wsd_hint)

@@ -1,18 +1,19 @@
 """Exercises of notebook 09 (what each piece of a GPT buys): decoding, a change of case,
 memorisation, and what a small model shows of the harms of large ones.
 
-Expected answers are computed with :mod:`minitx.nn.generation`, :mod:`minitx.course.analysis`
-and the
-shipped checkpoint, never typed in. Models and random inputs are made under
-``torch.random.fork_rng`` so that checking an answer does not move the learner's random
-numbers.
+The module holds no answer and no function that computes one: a prediction or a hand
+computation is checked against the seal of its answer (:mod:`~minitx.course.exercises.seal`),
+made from the instructor's solutions (which measure with :mod:`minitx.nn.generation` and the
+shipped checkpoint). A function the learner writes is compared with the package's own,
+bound when this module is imported, and may not call it nor its siblings. Random inputs are
+made under ``torch.random.fork_rng`` so that checking an answer does not move the learner's
+random numbers.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from functools import cache
 from typing import Any
 
 import torch
@@ -26,9 +27,10 @@ from minitx.course.exercises.checks import (
     implement,
     keyed_letters,
 )
+from minitx.course.exercises.plain import numbers, plain_number
+from minitx.course.exercises.seal import check_sealed
 from minitx.data.text_stats import longest_verbatim_match
-from minitx.nn import generation
-from minitx.train.evaluate import estimate_loss
+from minitx.nn.generation import top_p_filter
 
 TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
 TEMPERATURE = 2.0
@@ -125,12 +127,20 @@ def _top_p_hint(name: str, got: dict, want: dict, args: tuple) -> str:
     "least p, leave their logits as they are, and set every other logit to -inf, so that a "
     "softmax gives those tokens probability 0. Return a new tensor of the same shape. Answer "
     "with the function.",
+    forbid=(
+        "minitx.nn.generation.top_p_filter",
+        "minitx.nn.generation.filter_logits",
+        "minitx.nn.generation.sample_next",
+        "minitx.nn.generation.next_token_probs",
+        "minitx.nn.generation.generate",
+        "minitx.nn.generation.stream",
+    ),
 )
-def _top_p(answer: Any) -> str | None:
+def _top_p(answer: Any, _reference: Any = top_p_filter) -> str | None:
     return compare(
         answer,
         ((f"for logits of shape {tuple(t.shape)} and p={p}", (t, p)) for t, p in _top_p_cases()),
-        generation.top_p_filter,
+        _reference,
         inputs=("logits",),
         atol=0.0,
         about={"your result": "one logit per token, the same shape as the input"},
@@ -141,11 +151,18 @@ def _top_p(answer: Any) -> str | None:
 # ---- compute: one temperature by hand ------------------------------------------------------
 
 
-def expected_temperature() -> float:
-    """Probability of token 0 for ``TEMPERATURE_LOGITS`` at ``TEMPERATURE``."""
-    logits = torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64)
-    logits = generation.apply_temperature(logits, TEMPERATURE)
-    return round(float(torch.softmax(logits, -1)[0]), 3)
+# Seals (:func:`~minitx.course.exercises.seal.seal` of the answer rounded to 3 decimals) of
+# the right answer and of known mistakes, made from the instructor's solutions.
+_TEMPERATURE = "748430ba47d9a7e7f85f2851875bff69c20fa46e"
+_TEMPERATURE_MISTAKES = {
+    "fcc2f01a520bdd832e1dbcd996929a1e7b10edfe":
+        "that is the probability at temperature 1: divide the logits by T first",
+    "95c441c6683771a9bc6faa15af186ad831e8289e":
+        "you multiplied the logits by the temperature: divide them by it",
+    "881d4037ae0e97abeddb6a0a3bf8e71e81dd8d99":
+        "the tokens whose logit is 0 still count in the softmax: exp(0) = 1",
+}
+_OTHER = "divide every logit by the temperature, then take the softmax over all the tokens"
 
 
 @compute(
@@ -153,77 +170,28 @@ def expected_temperature() -> float:
     "Next-token logits are [2 ln 6, 0, 0] (2 ln 6 is about 3.58). With temperature 2, what is "
     "the probability of token 0? Work it out by hand: no calculator is needed. Answer with a "
     "float (3 decimals are enough).",
-    expect=(int, float),
-    expected="a float",
 )
-def _temperature(answer: float) -> str | None:
-    expected = expected_temperature()
-    if abs(answer - expected) < 1.5e-3:
-        return None
-    logits = torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64)
-    plain = float(torch.softmax(logits, -1)[0])
-    times = float(torch.softmax(logits * TEMPERATURE, -1)[0])
-    if abs(answer - plain) < 1.5e-3:
-        return "that is the probability at temperature 1: divide the logits by T first"
-    if abs(answer - 1.0) < 5e-4:
-        return "the tokens whose logit is 0 still count in the softmax: exp(0) = 1"
-    if abs(answer - times) < 1.5e-3:
-        return "you multiplied the logits by the temperature: divide them by it"
-    if answer > plain:
+def _temperature(answer: Any) -> str | None:
+    hint = check_sealed("09.temperature", answer, _TEMPERATURE, decimals=3, atol=1e-3,
+                        hints=_TEMPERATURE_MISTAKES, advice=_OTHER)
+    if hint != _OTHER:
+        return hint
+    # the probability of token 0 at temperature 1: a temperature above 1 gives less
+    at_one = math.exp(TEMPERATURE_LOGITS[0]) / sum(math.exp(v) for v in TEMPERATURE_LOGITS)
+    if numbers(answer, 1)[0] > at_one:
         return (
             "a temperature above 1 flattens the distribution: the likely token becomes "
             "less likely, not more"
         )
-    return "divide every logit by the temperature, then take the softmax over all the tokens"
+    return _OTHER
 
 
 # ---- predict: the same text in capitals ----------------------------------------------------
 
 
-@cache
-def case_losses() -> dict[str, float]:
-    """Validation loss of the shipped model on the validation text as written, in capitals
-    and in lower case (the windows of notebook 09's measurement: 4 batches of 32, seed 0),
-    and the counted bigram model's loss (from the training text, add-one) on the text as
-    written."""
-    from minitx.data import load_text, shipped_model_path, train_val_split
-    from minitx.train import checkpoint as ck
-
-    with torch.random.fork_rng(devices=[]):
-        gpt, tok, _ = ck.load_gpt(shipped_model_path("large"), "cpu")
-    text = load_text("tinyshakespeare")
-    train_text, val_text = train_val_split(text, 0.9)
-    block = gpt.config.block_size
-    losses = {}
-    for name, t in (("as written", val_text), ("upper", val_text.upper()),
-                    ("lower", val_text.lower())):  # fmt: skip
-        ids = torch.tensor(tok.encode(t), dtype=torch.long)
-        losses[name] = estimate_loss(gpt, ids, block, batch_size=32, n_batches=4, seed=0)
-    train_ids = torch.tensor(tok.encode(train_text), dtype=torch.long)
-    val_ids = torch.tensor(tok.encode(val_text), dtype=torch.long)
-    V = tok.vocab_size
-    counts = torch.bincount(train_ids[:-1] * V + train_ids[1:], minlength=V * V)
-    counts = counts.view(V, V).double() + 1
-    logp = (counts / counts.sum(1, keepdim=True)).log()
-    losses["bigram"] = float(-logp[val_ids[:-1], val_ids[1:]].mean())
-    losses["uniform"] = math.log(V)
-    return losses
-
-
-def case_letter(loss: float, losses: dict[str, float]) -> str:
-    """'a' within 0.1 of the loss on the text as written, 'b' worse but below the bigram
-    model's, 'c' between the bigram model's and uniform guessing (ln V), 'd' above ln V."""
-    if abs(loss - losses["as written"]) <= 0.1:
-        return "a"
-    if loss < losses["bigram"]:
-        return "b"
-    return "c" if loss < losses["uniform"] else "d"
-
-
-def case_truth() -> dict[str, str]:
-    """The letters of the two texts, measured on the shipped model."""
-    losses = case_losses()
-    return {k: case_letter(losses[k], losses) for k in ("upper", "lower")}
+# The seal of the right letters, {'upper': ..., 'lower': ...}, measured on the shipped model by
+# the instructor's solution.
+_CAPITALS = "4c3e260778bc96703f113d3ad41e98c89da518d5"
 
 
 @exercise(
@@ -236,12 +204,12 @@ def case_truth() -> dict[str, str]:
     kind="predict",
 )
 def _capitals(answer: Any) -> str | None:
-    return keyed_letters(answer, CASE_CHOICES, case_truth, {
+    return keyed_letters(answer, CASE_CHOICES, _CAPITALS, {
         "upper": "to this model 'A' and 'a' are two unrelated tokens; where in the "
                  "training text do long runs of capitals occur, and what follows them there?",
         "lower": "which characters of the text does lower-casing change, and how "
                  "many of them are there in a line of verse?",
-    })
+    }, "09.capitals")
 
 
 # ---- implement: the memorisation yardstick -------------------------------------------------
@@ -266,11 +234,14 @@ def _match_cases() -> list[tuple[str, str]]:
     return cases
 
 
-def _match_hint(got: Any, sample: str, corpus: str) -> str | None:
-    """What is wrong with ``got``, a learner's longest match of ``sample`` in ``corpus``."""
-    if isinstance(got, bool) or not isinstance(got, int):
+def _match_hint(got: Any, sample: str, corpus: str,
+                _reference: Any = longest_verbatim_match) -> str | None:
+    """What is wrong with ``got``, a learner's longest match of ``sample`` in ``corpus``
+    (an int of any plain type: a NumPy or 0-d tensor integer too)."""
+    number = plain_number(got)
+    if not isinstance(number, int):
         return f"return an int, got {type(got).__name__}"
-    expected = longest_verbatim_match(sample, corpus).length
+    got, expected = number, _reference(sample, corpus).length
     case = f"for sample={sample!r} and corpus={corpus!r} you return {got}"
     if got < expected:
         prefix = 0
@@ -292,6 +263,10 @@ def _match_hint(got: Any, sample: str, corpus: str) -> str | None:
     "Write longest_match(sample, corpus) that returns the length (an int) of the longest "
     "piece of sample (a run of consecutive characters, starting anywhere) that occurs "
     "verbatim somewhere in corpus; 0 if none does. Answer with the function.",
+    forbid=(
+        "minitx.data.text_stats.longest_verbatim_match",
+        "minitx.data.text_stats.match_lengths",
+    ),
 )
 def _longest_match(answer: Any) -> str | None:
     return first_hint(answer, _match_cases(), _match_hint)

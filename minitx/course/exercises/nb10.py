@@ -2,9 +2,13 @@
 in the source reaches), the decoder's input, one beam-search step, what the KV cache saves,
 and two open questions.
 
-Expected answers are computed with :mod:`minitx.nn.encoder_decoder` and :mod:`minitx.nn.generation`,
-never typed in. Models and random inputs are made under ``torch.random.fork_rng`` so that
-checking an answer does not move the learner's random numbers.
+The module holds no answer and no function that computes one: the prediction and the key
+counts are checked against seals (:mod:`~minitx.course.exercises.seal`) made from the
+instructor's solutions, which measure them with :mod:`minitx.nn.encoder_decoder`. A function
+the learner writes is compared with the package's own (:mod:`minitx.nn.generation`,
+:mod:`minitx.nn.encoder_decoder`), bound when this module is imported, and may not call it
+nor the decoders built on it. Random inputs are made under ``torch.random.fork_rng`` so
+that checking an answer does not move the learner's random numbers.
 """
 
 from __future__ import annotations
@@ -24,9 +28,18 @@ from minitx.course.exercises.checks import (
     predict,
     shape_hint,
 )
-from minitx.data import dates
+from minitx.course.exercises.plain import plain_int
+from minitx.course.exercises.seal import canonical, seal
 from minitx.nn import encoder_decoder, generation
-from minitx.nn.encoder_decoder import DateTransformer, EncoderDecoder
+
+# What every implement exercise of this notebook forbids: the package's decoders, which do
+# both exercises' work.
+_DECODERS = (
+    "minitx.nn.generation.beam_search",
+    "minitx.nn.gpt.GPT.beam_search",
+    "minitx.nn.encoder_decoder.DateTransformer.beam_search",
+    "minitx.nn.encoder_decoder.DateTransformer.greedy_decode",
+)
 
 
 def _shift_cases() -> list[tuple[Tensor, int]]:
@@ -52,15 +65,16 @@ def _shift_hint(name: str, got: dict, want: dict, args: tuple) -> str:
     "Write shift_right(tgt, bos_id): tgt is a (B, T) tensor of target ids; return the "
     "decoder's input under teacher forcing, a new (B, T) tensor: the start id, then the "
     "target one step late (its last token dropped). Answer with the function.",
+    forbid=("minitx.nn.encoder_decoder.shift_right", *_DECODERS),
 )
-def _shift_right(answer: Any) -> str | None:
+def _shift_right(answer: Any, _reference: Any = encoder_decoder.shift_right) -> str | None:
     return compare(
         answer,
         (
             (f"for tgt of shape {tuple(tgt.shape)} and bos_id={bos}", (tgt, bos))
             for tgt, bos in _shift_cases()
         ),
-        encoder_decoder.shift_right,
+        _reference,
         names=("your decoder input",),
         inputs=("tgt",),
         dtype=True,
@@ -94,8 +108,9 @@ BEAM_OUTPUTS = ("scores", "parent", "token")
     "log-probabilities so far (-inf for beams that do not exist yet). Return (scores, parent, "
     "token), each (B, beam_width), best first: the beam_width best extensions of any beam "
     "by any token, the beam each extends, and the token it appends. Answer with the function.",
+    forbid=("minitx.nn.generation.beam_step", *_DECODERS),
 )
-def _beam_step(answer: Any) -> str | None:
+def _beam_step(answer: Any, _reference: Any = generation.beam_step) -> str | None:
     for log_probs, beam_scores, width in _beam_cases():
         B, W, V = log_probs.shape
         case = f"with log_probs {(B, W, V)}, beam_width={width}"
@@ -109,7 +124,7 @@ def _beam_step(answer: Any) -> str | None:
         if hint is not None:
             return hint
         scores, parent, token = (t.double() for t in got)
-        e_scores = generation.beam_step(log_probs, beam_scores, width)[0]
+        e_scores = _reference(log_probs, beam_scores, width)[0]
         if not torch.allclose(scores, e_scores, atol=1e-9):
             alone = torch.topk(log_probs.view(B, W * V), width, dim=-1).values
             if torch.allclose(scores, alone, atol=1e-9):
@@ -155,26 +170,9 @@ SOURCE_CHOICES = {
 }
 
 
-def source_change_truth() -> str:
-    """The letter of :data:`SOURCE_CHOICES` that an untrained DateTransformer shows: which
-    decoder positions' logits move when source character 8 changes."""
-    j, char = SOURCE_CHANGE
-    changed = SOURCE_EXAMPLE[:j] + char + SOURCE_EXAMPLE[j + 1 :]
-    target = "1998-03-14"
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(0)
-        model = DateTransformer().double().eval()
-        src, lengths = dates.SOURCE_VOCAB.encode_batch([SOURCE_EXAMPLE, changed])
-        tgt_out = torch.tensor([[*dates.TARGET_VOCAB.encode(target), dates.EOS_ID]] * 2)
-        tgt_in = encoder_decoder.shift_right(tgt_out, dates.BOS_ID)
-        logits, _ = model(src, lengths, tgt_in)  # (2, 11, V)
-    moved = [not torch.allclose(logits[0, t], logits[1, t], rtol=0, atol=1e-12)
-             for t in range(logits.size(1))]  # fmt: skip
-    if not any(moved):
-        return "a"
-    if all(moved):
-        return "c"
-    return "b" if moved == sorted(moved) else "d"
+# The seal of the right letter, measured on an untrained DateTransformer by the instructor's
+# solution.
+_SOURCE_CHANGE = "1e717258808e2ce96a580e4784dcab5dd0a3fcea"
 
 
 predict(
@@ -186,7 +184,7 @@ predict(
     "(b) only the positions from 8 on; (c) all 11; (d) only the two that write the month. "
     "Answer with a letter.",
     SOURCE_CHOICES,
-    source_change_truth,
+    _SOURCE_CHANGE,
     "look at which mask applies between the decoder and the memory",
     whole=True,
     hints={
@@ -202,55 +200,48 @@ predict(
 # ---- compute: what the KV cache saves ----------------------------------------------------
 
 
-def expected_kv_keys(steps: int, source_length: int, n_layers: int = 2) -> dict[str, int]:
-    """Key vectors computed by the self-attention of decoder layer 0 over ``steps`` greedy
-    steps, counted with a hook on its projection: rerunning ``decode`` on the whole prefix
-    each step ('without'), and ``decode_cached`` feeding one new token each step ('with')."""
-    d_model = 16
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = EncoderDecoder(d_model, 2, 1, n_layers, 2 * d_model).eval()
-        memory = torch.randn(1, source_length, d_model)
-        tgt = torch.randn(1, steps, d_model)
-    counted = {"n": 0}
-    hook = model.decoder[0].self_attn.in_proj.register_forward_hook(
-        lambda module, args, out: counted.__setitem__("n", counted["n"] + args[0].size(1))
-    )
-    result = {}
-    try:
-        with torch.no_grad():
-            for t in range(1, steps + 1):
-                model.decode(tgt[:, :t], memory)
-            result["without"], counted["n"] = counted["n"], 0
-            cache = None
-            for t in range(steps):
-                _, cache, _ = model.decode_cached(tgt[:, t : t + 1], memory, None, cache)
-            result["with"] = counted["n"]
-    finally:
-        hook.remove()
-    return result
-
-
 KV_CASES = ((1, 5), (2, 3), (5, 9), (9, 4), (16, 30))
+# For each case of KV_CASES, the seals of the two counts, ``seal("10.kv_cache",
+# canonical([steps, source_length, "without", count]))`` and the same with "with", made from
+# the instructor's count (a hook on one decoder layer's key projection).
+_KV_SEALS = {
+    (1, 5): ("2e82cdeaf3e0a7e2c069db677c4fab54f5146ff3",
+             "f0dd5831a71ac74f570e17c26de6bef2f087393d"),
+    (2, 3): ("72d88af27be5fcb32c894715c2fee32d3e0e1379",
+             "bb90daa3a798257f46ebc0f1ddac96981f818dd5"),
+    (5, 9): ("e5feb73ee7a50b76abaf4fb1bea45d36df697894",
+             "789a1a80e06a0c050e560fe13fa33645d802d1f7"),
+    (9, 4): ("6234103a93e17b88af8a6f7a2422cd2e20a94956",
+             "0d094f8f9e46db9713bd4f82985c8e7a1f5df8bd"),
+    (16, 30): ("ecb7f81cbf5c5f9873d690b6b5f47496f390ec51",
+               "d3a80dd6b7f293adedca23b73df9187cf8ddb294"),
+}
+
+
+def _kv_right(steps: int, S: int, key: str, count: int) -> bool:
+    """Whether ``count`` is the number of keys ``key`` ('without', 'with') for this case."""
+    wanted = _KV_SEALS[steps, S][key == "with"]
+    return seal("10.kv_cache", canonical([steps, S, key, count])) == wanted
 
 
 def _kv_hint(got: Any, steps: int, S: int) -> str | None:
     """What is wrong with ``got``, a learner's key counts for ``steps`` steps from a source
     of ``S`` characters."""
-    if not isinstance(got, dict) or set(got) != {"without", "with"}:
+    if type(got) is not dict or set(got) != {"without", "with"}:
         return "return a dict with the keys 'without' and 'with'"
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in got.values()):
-        return "return ints"
-    expected = expected_kv_keys(steps, S)
+    counts = {key: plain_int(value) for key, value in got.items()}
+    if any(count is None for count in counts.values()):
+        return "return whole numbers of keys (ints)"
+    got = counts
     where = f"for steps={steps}, source_length={S}"
-    if got["without"] != expected["without"]:
+    if not _kv_right(steps, S, "without", got["without"]):
         if got["without"] in (steps * steps, steps * S):
             return f"{where}, without: at step t the prefix holds t tokens, not all of them"
         return (
             f"{where}, without: step t computes a key for each of the t tokens "
             "written so far; add them up"
         )
-    if got["with"] != expected["with"]:
+    if not _kv_right(steps, S, "with", got["with"]):
         if got["with"] == S:
             return f"{where}, with: the self-attention's keys come from the target, not the source"
         return f"{where}, with: the cache keeps every earlier key; how many are new per step?"

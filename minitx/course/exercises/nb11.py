@@ -2,10 +2,13 @@
 other pairing convention, and how many sequences a KV cache budget holds with and without
 grouped heads.
 
-Expected answers are computed with :mod:`minitx.nn.rmsnorm`, :mod:`minitx.nn.transformer`,
-:mod:`minitx.nn.rope` and :func:`minitx.nn.gpt.kv_cache_numel`, never typed in. Random inputs
-are drawn from their own generators, so that checking an answer does not move the learner's
-random numbers.
+The module holds no answer and no function that computes one: the prediction and the count
+are checked against seals (:mod:`~minitx.course.exercises.seal`) made from the instructor's
+solutions, which measure with :mod:`minitx.nn.rmsnorm`, :mod:`minitx.nn.transformer` and
+:func:`minitx.nn.gpt.kv_cache_numel`. The learner's rotary positions are compared with the
+package's :func:`~minitx.nn.rope.apply_rope` on re-paired features, bound when this module
+is imported; the answer may not call it. Random inputs are drawn from their own generators,
+so that checking an answer does not move the learner's random numbers.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from torch import Tensor
 
 from minitx.course.exercises import teaching_notes, think
 from minitx.course.exercises.checks import compare, compute, implement, predict
+from minitx.course.exercises.plain import numbers, plain_int
+from minitx.course.exercises.seal import canonical, seal
+from minitx.nn.rope import apply_rope
 
 SHIFT = 100.0  # added to every feature in the prediction
 SHIFT_CHOICES = {
@@ -39,35 +45,9 @@ KV_BUDGET = 90 * 2**30
 # ---- predict: a shift of every feature -----------------------------------------------------
 
 
-def shift_inputs() -> Tensor:
-    """(8, 64) float64 inputs, from their own generator."""
-    return torch.randn(8, 64, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
-
-
-def shift_outputs() -> dict[str, tuple[Tensor, Tensor]]:
-    """For each norm (gain 1, no bias), its output for x and for x + SHIFT."""
-    from minitx.nn.rmsnorm import RMSNorm
-    from minitx.nn.transformer import LayerNorm
-
-    x = shift_inputs()
-    norms = {"LayerNorm": LayerNorm(64, bias=False).double(), "RMSNorm": RMSNorm(64).double()}
-    with torch.no_grad():
-        return {name: (norm(x), norm(x + SHIFT)) for name, norm in norms.items()}
-
-
-def shift_truth() -> str:
-    """The letter of :data:`SHIFT_CHOICES` the package's two norms give (within 0.1)."""
-    near = {}
-    for name, (plain, shifted) in shift_outputs().items():
-        if (shifted - plain).abs().max() < 0.1:
-            near[name] = "same"
-        elif (shifted - 1).abs().max() < 0.1:
-            near[name] = "ones"
-        else:
-            near[name] = "other"
-    table = {("same", "same"): "a", ("same", "ones"): "b", ("ones", "same"): "c",
-             ("ones", "ones"): "d"}  # fmt: skip
-    return table.get((near["LayerNorm"], near["RMSNorm"]), "none")
+# The seal of the right letter, measured on the package's two norms by the instructor's
+# solution.
+_SHIFT = "92c913595fc6ed977688fea35fdedeaf345c77ff"
 
 
 predict(
@@ -76,7 +56,7 @@ predict(
     "vectors x, then the same vectors with 100 added to every feature. Predict what the "
     "shift does to their outputs:",
     SHIFT_CHOICES,
-    shift_truth,
+    _SHIFT,
     "write out what each norm computes from x + c: which one subtracts the mean of the "
     "features first, and what is the root mean square of a vector whose features are all "
     "close to 100?",
@@ -92,23 +72,21 @@ predict(
 # ---- implement: RoPE, rotate-half convention -----------------------------------------------
 
 
-def interleave(x: Tensor) -> Tensor:
+def _interleave(x: Tensor) -> Tensor:
     """(..., hs) -> (..., hs): feature i and i + hs/2 side by side as pair i."""
     h = x.size(-1) // 2
     return torch.stack([x[..., :h], x[..., h:]], dim=-1).flatten(-2)
 
 
-def deinterleave(x: Tensor) -> Tensor:
-    """The inverse of :func:`interleave`."""
+def _deinterleave(x: Tensor) -> Tensor:
+    """The inverse of :func:`_interleave`."""
     return torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)
 
 
-def rope_half_reference(x: Tensor, base: float = 10000.0) -> Tensor:
-    """RoPE in the rotate-half convention: the package's interleaved rotation applied to
-    pairs (i, i + hs/2)."""
-    from minitx.nn.rope import apply_rope
-
-    return deinterleave(apply_rope(interleave(x), base))
+def _rope_half_reference(x: Tensor, base: float = 10000.0, _rope: Any = apply_rope) -> Tensor:
+    """RoPE in the rotate-half convention: the package's interleaved rotation (bound when
+    this module is imported) applied to pairs (i, i + hs/2)."""
+    return _deinterleave(_rope(_interleave(x), base))
 
 
 def _rope_cases() -> list[tuple[str, tuple[Tensor, float]]]:
@@ -122,17 +100,16 @@ def _rope_cases() -> list[tuple[str, tuple[Tensor, float]]]:
     return cases
 
 
-def _rope_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
+def _rope_hint(name: str, got: dict, want: dict, args: tuple,
+               apply_rope: Any = apply_rope) -> str | None:
     """Name the likely mistake: neighbours paired, the wrong direction, the wrong angles."""
-    from minitx.nn.rope import apply_rope
-
     x, base = args
     hs = x.size(-1)
     if x.dim() >= 2 and torch.allclose(got[name], apply_rope(x, base), atol=1e-6):
         return ("you paired neighbouring features (2i, 2i+1); in this convention feature i "
                 "is paired with feature i + hs/2")
     sign = torch.tensor([1.0, -1.0], dtype=x.dtype).repeat(hs // 2)  # conjugate the pairs
-    back = deinterleave(apply_rope(interleave(x) * sign, base) * sign)  # turned by -m theta_i
+    back = _deinterleave(apply_rope(_interleave(x) * sign, base) * sign)  # turned by -m theta_i
     if torch.allclose(got[name], back, atol=1e-6):
         return "you turned the pairs the wrong way: (a + jb) e^{j phi}, not e^{-j phi}"
     if not torch.allclose(got[name].norm(dim=-1), x.norm(dim=-1), atol=1e-6):
@@ -153,13 +130,17 @@ def _rope_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
     "imaginary parts of one complex number, turned by the angle m * theta_i at position m, "
     "theta_i = base^(-2i/hs). Return a new tensor of x's shape, without the package's "
     "apply_rope or rope_angles. Answer with the function.",
-    forbid=("minitx.nn.rope.apply_rope", "minitx.nn.rope.rope_angles"),
+    forbid=(
+        "minitx.nn.rope.apply_rope",
+        "minitx.nn.rope.rope_angles",
+        "minitx.nn.grouped_attention.GroupedQueryAttention",
+    ),
 )
-def _rope_half(answer: Any) -> str | None:
+def _rope_half(answer: Any, _reference: Any = _rope_half_reference) -> str | None:
     return compare(
         answer,
         _rope_cases(),
-        rope_half_reference,
+        _reference,
         inputs=("x",),
         atol=1e-6,
         about={"your result": "the rotated x, the same shape as x"},
@@ -170,24 +151,21 @@ def _rope_half(answer: Any) -> str | None:
 # ---- compute: the KV cache of a grouped-query model ----------------------------------------
 
 
-def kv_sequence_bytes() -> tuple[int, int]:
-    """The cache of one sequence of :data:`KV_TOKENS` in bytes: (with a key/value head per
-    query head, with :data:`KV_MODEL`'s key/value heads)."""
-    from minitx.nn.gpt import GPTConfig, kv_cache_numel
-
-    sizes = []
-    for kv_heads in (KV_MODEL["n_head"], KV_MODEL["n_kv_heads"]):
-        config = GPTConfig(vocab_size=1, block_size=KV_TOKENS,
-                           **{**KV_MODEL, "n_kv_heads": kv_heads})
-        sizes.append(kv_cache_numel(config, KV_TOKENS) * KV_BYTES)
-    return sizes[0], sizes[1]
-
-
-def kv_sequences() -> tuple[int, int]:
-    """How many whole sequences fit in :data:`KV_BUDGET` bytes of cache, in the two cases of
-    :func:`kv_sequence_bytes`."""
-    every_head, grouped = kv_sequence_bytes()
-    return KV_BUDGET // every_head, KV_BUDGET // grouped
+# The seal of the right pair, ``seal("11.kv_cache", canonical([a, b]))``, and of known
+# mistakes, made from the instructor's solution (with ``kv_cache_numel``).
+_KV_CACHE = "f3c628cfc667c3249ba35a362684ced371767194"
+_KV_MISTAKES = {
+    "977cd2db4207ad74dbdb87aa06ed2840d043f015":
+        "swapped: fewer key/value heads make each cache smaller, so more fit",
+    "821cb432394ee64ba299e8f7b742c8f41ffb0a7d":
+        "(b) keeps keys and values for 8 heads, not for all 64",
+    "7d35f031fe89613f7023088629846d07e40d5260":
+        "(a) keeps a key and a value for every one of the 64 heads",
+    "31fc44278abb00c6353ee81ab860aba2e650f206":
+        "each layer keeps a key and a value for every position and head",
+    "c96c35c074a42a97c00de5288b0d60e48de2c8c2": "bfloat16 takes 2 bytes a number, not 4",
+    "363be050af3f28de32e1f787b894f503f9caa4df": "90 GiB is 90 x 2^30 bytes, not 90 x 10^9",
+}
 
 
 @compute(
@@ -197,31 +175,22 @@ def kv_sequences() -> tuple[int, int]:
     "bytes) left for the cache. How many whole sequences of 4,096 tokens fit at once (a) "
     "with a key/value head for every query head, (b) with 8 key/value heads, as Llama 2 70B "
     "has? Answer with a pair (a, b).",
-    expect=(tuple, list),
-    expected="a pair of whole numbers (a, b)",
 )
-def _kv_cache(answer: tuple[int, int]) -> str | None:
-    numbers = [a for a in answer if isinstance(a, int | float) and not isinstance(a, bool)]
-    if len(answer) != 2 or len(numbers) != 2:
-        return f"answer with a pair of whole numbers (a, b), got {answer!r}"
-    if any(a != int(a) for a in numbers):
+def _kv_cache(answer: Any) -> str | None:
+    pair = "answer with a pair of whole numbers (a, b)"
+    values = numbers(answer, 2)
+    if isinstance(values, str):
+        return f"{pair}: {values}"
+    whole = [plain_int(v) for v in values]
+    if any(w is None for w in whole):
         return "count whole sequences: a sequence whose cache does not fit in full does not fit"
-    got, (a, b) = (int(numbers[0]), int(numbers[1])), kv_sequences()
-    hints = {
-        (a, b): None,
-        (b, a): "swapped: fewer key/value heads make each cache smaller, so more fit",
-        (a, a): "(b) keeps keys and values for 8 heads, not for all 64",
-        (b, b): "(a) keeps a key and a value for every one of the 64 heads",
-        (2 * a, 2 * b): "each layer keeps a key and a value for every position and head",
-        (a // 2, b // 2): "bfloat16 takes 2 bytes a number, not 4",
-        tuple(90 * 10**9 // size for size in kv_sequence_bytes()):
-            "90 GiB is 90 x 2^30 bytes, not 90 x 10^9",
-    }
-    if got in hints:
-        return hints[got]
-    return ("work out one sequence's cache first: a key and a value, per layer, per key/value "
-            "head, per token, each as long as a head, at 2 bytes a number; then how many of "
-            "those fit in 90 x 2^30 bytes")
+    found = seal("11.kv_cache", canonical(whole))
+    if found == _KV_CACHE:
+        return None
+    return _KV_MISTAKES.get(found) or (
+        "work out one sequence's cache first: a key and a value, per layer, per key/value "
+        "head, per token, each as long as a head, at 2 bytes a number; then how many of "
+        "those fit in 90 x 2^30 bytes")
 
 
 # ---- open question -------------------------------------------------------------------------

@@ -1,0 +1,32 @@
+"""Hidden cases of notebook 04."""
+
+from __future__ import annotations
+
+import torch
+
+from . import Hidden
+
+
+def _attention_cases() -> list[tuple]:
+    g = torch.Generator().manual_seed(4404)
+
+    def r(*shape: int, scale: float = 1.0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        return (scale * torch.randn(*shape, generator=g, dtype=torch.float64)).to(dtype)
+
+    return [
+        (r(3, 5), r(3, 5), r(3, 2)),
+        (r(2, 2, 4, 6), r(2, 2, 5, 6), r(2, 2, 5, 3)),  # n_q != n_k, d_k != d_v, heads
+        (r(2, 7, scale=3.0), r(6, 7, scale=3.0), r(6, 4)),  # large scores
+        (r(5, 3, dtype=torch.float32), r(5, 3, dtype=torch.float32), r(5, 3, dtype=torch.float32)),
+        (r(1, 1), r(1, 1), r(1, 1)),
+    ]
+
+
+HIDDEN = {
+    "04.attention": Hidden(_attention_cases, atol=1e-5, points=3,
+                           forbid=("minitx.nn.attention.scaled_dot_product_attention",)),
+    "04.shapes": Hidden(atol=0.0),
+    "04.tiny": Hidden(atol=0.005, forbid=(
+        "minitx.nn.attention.scaled_dot_product_attention",
+        "torch.nn.functional.scaled_dot_product_attention")),
+}
