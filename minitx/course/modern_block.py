@@ -11,10 +11,8 @@ summarises the seeds, :func:`position_losses` scores each position of longer win
 
 from __future__ import annotations
 
-import inspect
 import math
 import statistics
-import textwrap
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from minitx.course.notebook import excerpt, show_excerpt
 from minitx.data.batches import BlockBatches
 from minitx.nn.gpt import GPT, GPTConfig, kv_cache_numel
 from minitx.train.evaluate import estimate_loss
@@ -168,27 +167,6 @@ def bytes_per_token(config: GPTConfig, bytes_per_number: int = 4) -> int:
     """KV-cache bytes per position of one sequence: a key and a value per layer and
     key/value head, each of head size numbers."""
     return kv_cache_numel(config, T=1) * bytes_per_number
-
-
-def excerpt(obj: Any, first: str, last: str) -> str:
-    """The lines of ``obj``'s own source from the first that contains ``first`` to the next
-    that contains ``last``, dedented: the teaching lines of a function, without its
-    docstring and input checks. A ``ValueError`` if either marker is missing."""
-    lines = inspect.getsource(obj).splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines) if first in line)
-        end = next(i for i in range(start, len(lines)) if last in lines[i])
-    except StopIteration:
-        raise ValueError(f"{getattr(obj, '__qualname__', obj)}: no lines from {first!r} to "
-                         f"{last!r}") from None
-    return textwrap.dedent("\n".join(lines[start : end + 1]))
-
-
-def show_excerpt(obj: Any, first: str, last: str) -> None:
-    """Display :func:`excerpt` as a Python code block (in a notebook)."""
-    from IPython.display import Markdown, display
-
-    display(Markdown(f"```python\n{excerpt(obj, first, last)}\n```"))
 
 
 def rounded(x: float, places: int = 2) -> str:

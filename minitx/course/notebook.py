@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import platform
 import random
+import textwrap
+from typing import Any
 
 import numpy as np
 import torch
@@ -150,8 +153,30 @@ def _figures_with_alt_text(shell) -> None:
 def show_source(obj: object) -> None:
     """Display the package's own code of ``obj`` (a function, class or method) as a
     Markdown code block, so a notebook shows the real implementation, not a copy."""
-    import inspect
-
     from IPython.display import Markdown, display
 
     display(Markdown(f"```python\n{inspect.getsource(obj)}```"))
+
+
+def excerpt(obj: Any, first: str, last: str) -> str:
+    """The lines of ``obj``'s own source from the first that contains ``first`` to the next
+    that contains ``last``, dedented: the teaching lines of a function, without its
+    docstring and input checks. A ``ValueError`` if either marker is missing."""
+    lines = inspect.getsource(obj).splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if first in line)
+        end = next(i for i in range(start, len(lines)) if last in lines[i])
+    except StopIteration:
+        raise ValueError(f"{getattr(obj, '__qualname__', obj)}: no lines from {first!r} to "
+                         f"{last!r}") from None
+    return textwrap.dedent("\n".join(lines[start : end + 1]))
+
+
+def show_excerpt(obj: Any, first: str, last: str) -> None:
+    """Display :func:`excerpt` as a Python code block: the teaching lines of the package's
+    own code, without its docstring and input checks."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(f"```python\n{excerpt(obj, first, last)}\n```"))
+
+

@@ -252,3 +252,22 @@ def test_patching_the_reference_changes_nothing(name, monkeypatch):
         if hasattr(_module(name), attr):
             monkeypatch.setattr(_module(name), attr, wrong[0])
     assert _refused(name, wrong[0])
+
+
+def test_honest_answers_written_from_scratch_pass_in_many_types():
+    """The case files hold at least 25 right answers to implement and compute exercises that
+    are not the instructor's own (float32, float64, NumPy, other types); each passes
+    (tests/course/test_exercise_answers.py checks every one)."""
+    written = []
+    for name in (n for n in names() if get(n).kind in ("implement", "compute")):
+        case = CASES[name[:2]].CASES.get(name)
+        key = answers.solution(name)
+        written += [a for a in (case.right if case else ()) if a is not key]
+    assert len(written) >= 25, len(written)
+    assert all(check(n, a, quiet=True).ok for n, a in _right_pairs())
+
+
+def _right_pairs() -> Iterator[tuple[str, Any]]:
+    for name in (n for n in names() if get(n).kind in ("implement", "compute")):
+        case = CASES[name[:2]].CASES.get(name)
+        yield from ((name, a) for a in (case.right if case else ()))
