@@ -87,7 +87,8 @@ GROUPS = [
          "minitx.course.exercises.answers", "minitx.course.exercises.guard",
          "minitx.course.exercises.plain", "minitx.course.exercises.seal",
          "minitx.course.exercises.grading", "minitx.course.exercises.review",
-         "minitx.course.teacher", "minitx.course.editions", "minitx.course.handout",
+         "minitx.course.teacher", "minitx.course.editions", "minitx.course.nbgrader_export",
+         "minitx.course.handout",
          "minitx.course.site"],
     ),
 ]

@@ -240,8 +240,10 @@ def add_command(sub: Any) -> None:
                          "notebooks (e.g. minitx edition student --out DIR)",
                          description="Write the course's notebooks as one edition: "
                          "'student' (exercises blank, no solution, no answer in any stored "
-                         "output) or 'instructor' (everything).")
-    cmd.add_argument("edition", choices=EDITIONS, help=" or ".join(EDITIONS))
+                         "output), 'instructor' (everything) or 'nbgrader' (an nbgrader "
+                         "course folder: solution cells marked, hidden tests with points).")
+    cmd.add_argument("edition", choices=(*EDITIONS, "nbgrader"),
+                     help="student, instructor or nbgrader (an nbgrader course folder)")
     where = cmd.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", type=Path, metavar="DIR",
                        help="folder to write the notebooks to (created if missing)")
@@ -266,6 +268,10 @@ def run(args: argparse.Namespace, prog: str = "minitx") -> int:
                                  "(the package carries no solution): give 'student' and no "
                                  "--only")
             paths, args.out = package_student_edition(args.source), PACKAGED
+        elif args.edition == "nbgrader":
+            from minitx.course.nbgrader_export import export_nbgrader
+
+            paths = export_nbgrader(args.out, args.only, source=args.source)
         else:
             paths = build_edition(args.edition, args.out, args.only, source=args.source)
     except (ValueError, OSError) as err:
@@ -275,6 +281,8 @@ def run(args: argparse.Namespace, prog: str = "minitx") -> int:
         print(f"{prog}: error: {message}", file=sys.stderr)
         return 2 if isinstance(err, ValueError) else 1
     print(f"{args.edition} edition: {len(paths)} notebooks in {args.out}")
+    if args.edition == "nbgrader":
+        print(f"next: cd {args.out} && nbgrader generate_assignment nbNN")
     return 0
 
 
