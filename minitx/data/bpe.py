@@ -22,13 +22,14 @@ tok.mergeable_ranks(), special_tokens=tok.special_tokens)`` gives the same ids.
 from __future__ import annotations
 
 import heapq
-import numbers
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
 import regex
+
+from minitx.data.tokenizer import id_list
 
 __all__ = ["ENDOFTEXT", "GPT2_PATTERN", "BPETokenizer"]
 
@@ -259,15 +260,8 @@ class BPETokenizer:
         return ids
 
     def _bytes_of(self, ids: Iterable[int] | Any) -> bytes:
-        if hasattr(ids, "tolist"):  # torch tensors and numpy arrays
-            ids = ids.tolist()
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            raise TypeError(f"decode expects a sequence of int ids, got {type(ids).__name__}")
         out = []
-        for i in ids:
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-                raise TypeError(f"decode expects int ids, got {i!r} of type {type(i).__name__}")
-            i = int(i)
+        for i in id_list(ids):
             if not 0 <= i < self.vocab_size:
                 raise ValueError(f"id {i} is outside the vocabulary: valid ids are "
                                  f"0 .. {self.vocab_size - 1}")

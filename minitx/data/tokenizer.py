@@ -40,7 +40,7 @@ from torch import Tensor
 
 from minitx.data.sequences import pad_batch
 
-__all__ = ["IGNORE_INDEX", "CharTokenizer", "word_tokenize"]
+__all__ = ["IGNORE_INDEX", "CharTokenizer", "id_list", "word_tokenize"]
 
 _SHOW = 12  # how many vocabulary entries an error message lists
 
@@ -58,6 +58,26 @@ def word_tokenize(text: str, *, lower: bool = False) -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"word_tokenize expects a str, got {type(text).__name__}")
     return _WORD.findall(text.lower() if lower else text)
+
+
+def id_list(ids: Iterable[int] | Any) -> list[int]:
+    """``ids`` (a list of ints, a 1-D tensor or array, NumPy or 0-d tensor items) as a list
+    of Python ints, what every tokenizer's ``decode`` reads; a clear error for anything
+    else."""
+    if getattr(ids, "ndim", 1) > 1:
+        raise ValueError(f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
+    if hasattr(ids, "tolist"):  # torch tensors and numpy arrays
+        ids = ids.tolist()
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise TypeError(f"decode expects a sequence of int ids, got {type(ids).__name__}")
+    ints = []
+    for i in ids:
+        if hasattr(i, "tolist"):  # a 0-d tensor or a numpy scalar
+            i = i.tolist()
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise TypeError(f"decode expects int ids, got {i!r} of type {type(i).__name__}")
+        ints.append(int(i))
+    return ints
 
 
 class CharTokenizer:
@@ -218,19 +238,7 @@ class CharTokenizer:
 
         Special symbols (padding, ``<s>`` ...) and ``IGNORE_INDEX`` are skipped.
         """
-        if getattr(ids, "ndim", 1) > 1:
-            raise ValueError(f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
-        if hasattr(ids, "tolist"):  # torch tensors and numpy arrays
-            ids = ids.tolist()
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            raise TypeError(f"decode expects a sequence of int ids, got {type(ids).__name__}")
-        ints = []
-        for i in ids:
-            if hasattr(i, "tolist"):  # a 0-d tensor or a numpy scalar
-                i = i.tolist()
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-                raise TypeError(f"decode expects int ids, got {i!r} of type {type(i).__name__}")
-            ints.append(int(i))
+        ints = id_list(ids)
         bad = sorted({i for i in ints if not 0 <= i < self.vocab_size and i != IGNORE_INDEX})
         if bad:
             raise ValueError(
