@@ -178,6 +178,10 @@ def test_benchmarks_doc_quotes_the_cpu_recipe_record(cpu_recipe: dict) -> None:
         row = cpu_recipe_row(condition, summary, cpu_recipe["reference_cap_s"])
         assert row in doc.splitlines(), condition
     assert f"({cpu_recipe['machine']}, torch {cpu_recipe['torch']}, {cpu_recipe['date']})" in doc
+    capability = cpu_recipe["capability"]  # the kind of CPU every row holds for
+    native = "yes" if capability["bfloat16_native"] else "no"
+    assert (f"{capability['isa']} kernels, bfloat16 instructions: {native}, Muon in "
+            f"{capability['muon_dtype']}") in " ".join(doc.split())
 
 
 # ------------------------------------------------------------ the modern block, cpu preset
