@@ -5,7 +5,10 @@
     python benchmarks/bench_notebooks.py --record 08   # re-time one notebook, keep the others
 
 The recorded times are what the teacher's guide (instructor/TEACHING.md, ``minitx guide``)
-quotes, with the machine they were measured on. Nothing is written into the notebooks.
+quotes, with the machine they were measured on and its kind
+(``minitx.train.runtime.cpu_capability``: run it as on an AVX2 laptop with
+``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2`` set). Nothing is written into the
+notebooks.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from minitx.train.runtime import cpu_capability
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "benchmarks" / "notebook_times.json"
@@ -52,7 +57,8 @@ def main() -> None:
         if args.notebooks and RECORD.exists():  # re-timed a few: keep the others' times
             times = {**json.loads(RECORD.read_text())["seconds"], **times}
         times = dict(sorted(times.items()))
-        record = {"machine": machine, "seconds": times, "total": round(sum(times.values()), 1)}
+        record = {"machine": machine, "capability": cpu_capability(), "seconds": times,
+                  "total": round(sum(times.values()), 1)}
         RECORD.write_text(json.dumps(record, indent=1) + "\n")
         print(f"recorded in {RECORD.relative_to(ROOT)}")
     print(f"{'total':<32} {sum(times.values()):>8.1f}   (a course run: at most {BUDGET_S} s)")
