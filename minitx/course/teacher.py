@@ -22,6 +22,7 @@ import csv
 import inspect
 import json
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +40,7 @@ from minitx.course.exercises import (
 )
 from minitx.course.exercises.answers import available, model_answer, solution
 from minitx.course.exercises.grading import grade_notebook
+from minitx.course.lab_length import LabLength, lab_length
 from minitx.train.runtime import available_cpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,6 +205,14 @@ def _titles() -> dict[str, str]:
 
 
 
+def _lab_lengths() -> dict[str, LabLength]:
+    """Each notebook's lab length, counted on the student edition built from ``notebooks/``."""
+    from minitx.course.editions import build_edition
+
+    with tempfile.TemporaryDirectory() as folder:
+        return {p.name[:2]: lab_length(p) for p in build_edition("student", Path(folder))}
+
+
 _NO_KEY = "in the instructor's checkout only (`minitx solutions NN` there)."
 
 
@@ -214,6 +224,7 @@ def guide() -> str:
     titles = _titles()
     machine, seconds = run_times()
     with_answers = available()
+    labs = _lab_lengths()
     out = [
         "# Teaching with minitx",
         "",
@@ -246,7 +257,9 @@ def guide() -> str:
         exs = [get(n) for n in names(notebook)] if notebook in NOTEBOOKS else []
         out += [f"## {titles.get(notebook, notebook)}", ""]
         run = seconds.get(notebook)
-        times = f"reading about {info.reading_minutes} min" if info else "reading time not given"
+        lab = labs.get(notebook)
+        times = (f"lab of about {lab.minutes:.0f} min ({lab.words:,} words, {lab.code_lines} "
+                 "code lines, its exercises)") if lab else "lab length not measured"
         if run is not None:
             times += f"; running top to bottom {run:.0f} s"
         out += [f"*{times}*", ""]

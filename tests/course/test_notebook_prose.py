@@ -71,7 +71,8 @@ def test_no_harness_words_for_learners(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_course_map_gives_the_notebooks_size(path, student):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    row = re.search(rf"^\| `{re.escape(path.stem)}` \|.*\| ([\d,]+) \| ([\d,]+) \|$", readme, re.M)
+    row = re.search(rf"^\| `{re.escape(path.stem)}` \|.*\| ([\d,]+) \| ([\d,]+) \| \d+ \|$", readme,
+                    re.M)
     assert row, f"no course-map row with word and code-line counts for {path.stem}"
     words, code = sizes(student[path.name])
     stated = [int(g.replace(",", "")) for g in row.groups()]
@@ -92,3 +93,38 @@ def test_a_notebook_fits_one_class_period(path, copy, student):
         f"{copy} {path.name}: {words} words and {code} code lines; a class period is at "
         f"most {MAX_WORDS} words and {MAX_CODE_LINES} code lines"
     )
+
+
+# What figure_alt_text writes when a figure sets no sentence of its own: the kind of plot,
+# its title and axes. A takeaway is the author's sentence (set_alt_text).
+GENERATED_ALT = re.compile(
+    r"(^|\. )(\d+ panels\. Panel 1:|(Heatmap|Line plot|Bar chart|Scatter plot|Panel)"
+    r"( titled '|; [xy] axis: |\.$))"
+)
+
+
+def test_the_generated_alt_text_rule_catches_a_generated_sentence():
+    from matplotlib.figure import Figure
+
+    from minitx.viz.alt_text import figure_alt_text, set_alt_text
+
+    fig = Figure()
+    fig.add_subplot().plot([0, 1], [1, 0])
+    fig.axes[0].set_title("Loss")
+    assert GENERATED_ALT.search(figure_alt_text(fig))
+    fig.add_subplot(2, 1, 2)
+    assert GENERATED_ALT.search(figure_alt_text(fig))
+    set_alt_text(fig, "Line plot of the loss against steps: it falls from 4.2 to 1.9.")
+    assert not GENERATED_ALT.search(figure_alt_text(fig))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_figure_states_its_takeaway(path):
+    generated = []
+    for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+        for o in cell.get("outputs", []):
+            if "image/png" in o.get("data", {}):
+                alt = o.get("metadata", {}).get("image/png", {}).get("alt", "")
+                if not alt or GENERATED_ALT.search(alt):
+                    generated.append((i, alt[:80]))
+    assert not generated, f"alt text that only names the plot (use set_alt_text): {generated}"
