@@ -1,7 +1,8 @@
 """The ``minitx`` command: train the course's Mini-GPT, sample from it, export a checkpoint,
 and the teacher's solutions, progress and guide (:mod:`minitx.course.teacher`).
 
-    minitx train  --preset cpu [--arch modern] [--out runs/cpu] [--max-steps N] [--resume]
+    minitx train  --preset cpu [--arch modern] [--tokens bpe [--vocab-size 512]]
+                  [--out runs/cpu] [--max-steps N] [--resume]
     minitx sample --prompt "ROMEO:" [--checkpoint runs/cpu/ckpt.pt] [--temperature 0.8]
                   [--top-k 40] [--top-p 0.9] [--greedy] [--num-tokens 300] [--seed 0]
                   [--no-cache]
@@ -21,11 +22,12 @@ printed so far (130), and export replaces no file without ``--force``, never the
 from __future__ import annotations
 
 import argparse
+import codecs
 import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``minitx`` argument parser (subcommands train, sample, export, and the teacher's
     solutions, progress and guide, which :mod:`minitx.course.teacher` adds; course; edition)."""
     from minitx.course import editions, handout, site, teacher
+    from minitx.data.encoded import BPE_VOCAB, TOKENS
     from minitx.train.presets import ARCHS, preset_names
 
     parser = _Parser(prog="minitx", description="minitx: train and sample the course's Mini-GPT.")
@@ -79,8 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"one of {presets}, or auto (gpu with CUDA, else cpu); default auto")
     train.add_argument("--arch", choices=list(ARCHS), help="gpt2 (default) or modern: RMSNorm, "
                        "rotary positions, SwiGLU, half the key/value heads (notebook 11)")
-    train.add_argument("--out", type=Path, metavar="DIR",
-                       help="output folder (default runs/<preset>, runs/<preset>-modern)")
+    train.add_argument("--tokens", choices=list(TOKENS), help="char (default): a token a "
+                       "character; bpe: byte-pair tokens learnt from the training text "
+                       "(notebook 12). A resumed run keeps its checkpoint's tokenizer")
+    train.add_argument("--vocab-size", type=int, metavar="N", help="with --tokens bpe: the "
+                       f"vocabulary, 256 bytes + merges (default {BPE_VOCAB})")
+    train.add_argument("--out", type=Path, metavar="DIR", help="output folder (default "
+                       "runs/<preset>, with -modern and -bpe when they apply)")
     train.add_argument("--max-steps", type=int, metavar="N",
                        help="train until this many steps (default: the preset's length)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out, "
@@ -137,9 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _train(args: argparse.Namespace) -> int:
     import torch
 
-    from minitx.data import load_text, train_val_split
+    from minitx.data import load_text
     from minitx.data.batches import BlockBatches
-    from minitx.data.tokenizer import CharTokenizer
+    from minitx.data.encoded import encode_corpus, tokenizer_from_dict, tokens_of
     from minitx.nn.gpt import GPT, GPTConfig
     from minitx.train import checkpoint as ck
     from minitx.train.config import TrainConfig
@@ -153,9 +161,14 @@ def _train(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     if args.arch:
         preset = preset.with_arch(args.arch)
-    modern = "-modern" if args.arch == "modern" else ""
-    out = args.out if args.out is not None else Path("runs") / f"{preset.name}{modern}"
-    for flag, value in (("--seed", args.seed), ("--arch", args.arch)):
+    if args.vocab_size is not None and args.tokens != "bpe":
+        raise UsageError(f"--vocab-size {args.vocab_size} sets a BPE vocabulary: give it with "
+                         "--tokens bpe")
+    suffix = ("-modern" if args.arch == "modern" else "") + (
+        "-bpe" if args.tokens == "bpe" else "")
+    out = args.out if args.out is not None else Path("runs") / f"{preset.name}{suffix}"
+    for flag, value in (("--seed", args.seed), ("--arch", args.arch),
+                        ("--tokens", args.tokens), ("--vocab-size", args.vocab_size)):
         if args.resume and value is not None:
             raise UsageError(f"{flag} cannot change a resumed run (it keeps its checkpoint's)")
     try:  # before any work: a bad --out, --export or --max-steps fails in a second
@@ -192,11 +205,24 @@ def _train(args: argparse.Namespace) -> int:
     runtime = plan_runtime(args.device or "auto", compile=COMPILE_CHOICES[args.compile])
 
     text = load_text(CORPUS, download=not args.no_download)
-    tokenizer = CharTokenizer.from_text(text)
-    if resumed is not None and CharTokenizer.from_dict(resumed["tokenizer"]) != tokenizer:
+    if resumed is not None:  # the checkpoint carries its tokenizer
+        try:
+            carried = tokenizer_from_dict(resumed["tokenizer"])
+        except (TypeError, ValueError) as err:
+            raise UsageError(f"{path}: its tokenizer cannot be read ({err})") from err
+        corpus = encode_corpus(text, tokens_of(carried), tokenizer=carried,
+                               train_fraction=TRAIN_FRACTION)
+    else:
+        try:
+            corpus = encode_corpus(text, args.tokens or "char", vocab_size=args.vocab_size,
+                                   train_fraction=TRAIN_FRACTION)
+        except ValueError as err:  # a vocabulary smaller than the 256 bytes
+            raise UsageError(f"--vocab-size: {err}") from err
+    tokenizer, train_data, val_data = corpus.tokenizer, corpus.train, corpus.val
+    if resumed is not None and tokens_of(tokenizer) == "char" and (
+        tokenizer != encode_corpus(text).tokenizer
+    ):
         raise UsageError(f"{path} was trained on a different vocabulary than {CORPUS}")
-    data = torch.tensor(tokenizer.encode(text), dtype=torch.long)
-    train_data, val_data = train_val_split(data, TRAIN_FRACTION)
     model_config = model_config or preset.gpt_config(tokenizer.vocab_size)
 
     torch.manual_seed(config.seed)
@@ -228,7 +254,8 @@ def _train(args: argparse.Namespace) -> int:
     print(f"preset {preset.name}: {mc.n_layer} layers x {mc.n_embd} wide, {mc.n_head} heads "
           f"({mc.n_kv_heads or mc.n_head} key/value), block {mc.block_size}, {mc.norm} norm, "
           f"{mc.positions} positions, {mc.mlp} MLP, {model.num_parameters() / 1e6:.2f}M parameters")
-    print(f"data: {train_data.numel():,} train / {val_data.numel():,} val tokens, "
+    print(f"data: {train_data.numel():,} train / {val_data.numel():,} val tokens "
+          f"({tokens_of(tokenizer)}, {corpus.chars_per_token:.2f} characters a token), "
           f"vocabulary {tokenizer.vocab_size}")
     print(
         f"device {describe(trainer.runtime, trainer.shards)} | batch {config.batch_size} x "
@@ -253,7 +280,8 @@ def _train(args: argparse.Namespace) -> int:
     tps = trainer.history["tokens_per_s"]
     print(
         f"done: step {trainer.step} | val loss {trainer.last_val_loss:.4f} "
-        f"(best {trainer.best_val_loss:.4f}) | {wall:.0f} s this session, "
+        f"(best {trainer.best_val_loss:.4f}) = "
+        f"{corpus.bits_per_char(trainer.last_val_loss):.4f} bits/char | {wall:.0f} s this session, "
         f"{trainer.elapsed_s:.0f} s in all | {sum(tps) / max(len(tps), 1):.0f} tokens/s | "
         + (f"{trainer.shard_trial.summary()} | " if trainer.shard_trial else "")
         + f"saved {path}"
@@ -298,28 +326,42 @@ def _tokens(model: Any, idx: Any, args: argparse.Namespace) -> Iterator[int]:
         yield int(nxt)
 
 
+def _text_of(tokenizer: Any) -> Callable[[int], str]:
+    """The text of each next token. A BPE token may end inside a UTF-8 character: its
+    bytes wait for the rest."""
+    from minitx.data.encoded import tokens_of
+
+    if tokens_of(tokenizer) == "char":
+        return lambda token: tokenizer.decode([token])
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return lambda token: decoder.decode(tokenizer.token_bytes(token))
+
+
 def _sample(args: argparse.Namespace) -> int:
     _check_sampling(args)  # before the (slower) checkpoint load
     import torch
 
     from minitx.data import shipped_model_path
+    from minitx.data.encoded import tokens_of
     from minitx.train.checkpoint import load_gpt
     from minitx.train.runtime import DeferredInterrupt, select_device
 
     device = select_device(args.device)
     checkpoint = shipped_model_path("large") if args.checkpoint is None else args.checkpoint
     model, tokenizer, _ = load_gpt(checkpoint, device)
-    vocab = set(tokenizer.chars)
-    unknown = sorted({c for c in args.prompt if c not in vocab})
-    if unknown:
-        raise UsageError(
-            f"the prompt has characters the model never saw: {unknown!r} "
-            f"(its vocabulary has {tokenizer.vocab_size} symbols)"
-        )
+    if tokens_of(tokenizer) == "char":  # a BPE vocabulary spells any text in bytes
+        vocab = set(tokenizer.chars)
+        unknown = sorted({c for c in args.prompt if c not in vocab})
+        if unknown:
+            raise UsageError(
+                f"the prompt has characters the model never saw: {unknown!r} "
+                f"(its vocabulary has {tokenizer.vocab_size} symbols)"
+            )
     ids = tokenizer.encode(args.prompt)
     block = model.config.block_size
     if len(ids) > block:
-        print(f"minitx: note: the prompt has {len(ids)} characters but the model's context is "
+        unit = "characters" if tokens_of(tokenizer) == "char" else "tokens"
+        print(f"minitx: note: the prompt has {len(ids)} {unit} but the model's context is "
               f"{block}; it sees only the last {block}", file=sys.stderr)
         ids = ids[-block:]
     if args.top_k is not None and args.top_k > tokenizer.vocab_size:
@@ -329,9 +371,10 @@ def _sample(args: argparse.Namespace) -> int:
     sys.stdout.write(args.prompt)
     sys.stdout.flush()
     done = 0
+    text_of = _text_of(tokenizer)
     with DeferredInterrupt(quiet=True) as interrupt:  # Ctrl-C: stop after a whole token
         for token in _tokens(model, idx, args):  # each as it comes: no wait for the end
-            sys.stdout.write(tokenizer.decode([token]))
+            sys.stdout.write(text_of(token))
             sys.stdout.flush()
             done += 1
             if interrupt.requested:

@@ -471,3 +471,52 @@ def test_train_the_modern_arch_then_sample_and_resume(capsys, tmp_path, shakespe
     assert_one_line_error(code, err, "--arch cannot change a resumed run", status=2)
     code, out, err = run([*resume, "--max-steps", "6"], capsys)
     assert code == 0 and "done: step 6" in out and "rope positions" in out, err
+
+
+def test_train_on_bpe_tokens_then_sample_and_resume(capsys, tmp_path, shakespeare, monkeypatch):
+    """``--tokens bpe`` learns a BPE vocabulary from the training text and trains on it; the
+    checkpoint carries the tokenizer, so sampling (any Unicode prompt) and resuming need
+    nothing else; the loss is reported in bits per character of the validation text."""
+    import math
+
+    from minitx.data.bpe import BPETokenizer
+    from minitx.data.encoded import tokenizer_from_dict
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "--preset", "tiny", "--tokens", "bpe", "--vocab-size", "300",
+            "--max-steps", "4", "--no-progress"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    path = tmp_path / "runs" / "tiny-bpe" / "ckpt.pt"
+    ckpt = load_checkpoint(path)
+    tokenizer = tokenizer_from_dict(ckpt["tokenizer"])
+    assert isinstance(tokenizer, BPETokenizer) and tokenizer.vocab_size == 300
+    assert ckpt["model_config"]["vocab_size"] == 300
+    # bits per character = nats per token / (characters per token) / ln 2
+    line = next(x for x in out.splitlines() if x.startswith("done:"))
+    loss = float(line.split("val loss ")[1].split()[0])
+    bits = float(line.split("= ")[1].split(" bits/char")[0])
+    text = shakespeare.read_text(encoding="utf-8")
+    val_text = text[int(0.9 * len(text)):]
+    per_token = len(val_text) / len(tokenizer.encode(val_text))
+    assert bits == pytest.approx(loss / per_token / math.log(2), abs=1e-3)
+    assert f"(bpe, {per_token:.2f} characters a token)" in out
+    code, out, err = run(["sample", "--checkpoint", str(path), "--prompt", "Ромео 🌹:",
+                          "--num-tokens", "10"], capsys)
+    assert code == 0 and out.startswith("Ромео 🌹:"), err
+    resume = ["train", "--preset", "tiny", "--out", str(path.parent), "--resume", "--no-progress"]
+    code, _, err = run([*resume, "--tokens", "char"], capsys)
+    assert_one_line_error(code, err, "--tokens cannot change a resumed run", status=2)
+    code, out, err = run([*resume, "--max-steps", "6"], capsys)
+    assert code == 0 and "done: step 6" in out and "(bpe, " in out, err
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--vocab-size", "300"], "--vocab-size 300 sets a BPE vocabulary"),
+    (["--tokens", "bpe", "--vocab-size", "100"], "256"),
+    (["--tokens", "words"], "invalid choice: 'words'"),
+])
+def test_bad_token_settings_are_named(capsys, tmp_path, shakespeare, argv, fragment):
+    code, _, err = run(["train", "--preset", "tiny", "--out", str(tmp_path / "r"),
+                        "--no-progress", *argv], capsys)
+    assert_one_line_error(code, err, fragment, status=2)

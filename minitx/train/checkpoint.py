@@ -6,7 +6,8 @@ A checkpoint is one ``torch.save`` file holding a plain dict::
       "format": "minitx-checkpoint", "version": 1,
       "model_config": {...},          # GPTConfig fields (a plain dict)
       "model": {name: tensor},        # the weights (state_dict)
-      "tokenizer": {...},             # CharTokenizer.to_dict(): the vocabulary
+      "tokenizer": {...},             # the vocabulary: CharTokenizer.to_dict() ("type":
+                                      # "char") or BPETokenizer.to_dict() ("type": "bpe")
       "preset": "cpu" | None,         # minitx.train.presets name the run started from
       "trainer": {...} | None,        # Trainer.state_dict(): step, optimizer, RNG states,
                                       # best/last val loss, history, train config
@@ -39,7 +40,7 @@ import torch
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
-    from minitx.data.tokenizer import CharTokenizer
+    from minitx.data.encoded import Tokenizer
     from minitx.nn.gpt import GPT
     from minitx.train.trainer import Trainer
 
@@ -360,12 +361,13 @@ def export_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, dtype: str
 # ---------------------------------------------------------------- convenience for GPT
 def load_gpt(
     path_or_ckpt: str | os.PathLike | dict, device: str | torch.device = "cpu"
-) -> tuple[GPT, CharTokenizer, dict]:
-    """Rebuild the ``GPT`` and ``CharTokenizer`` of a checkpoint, in eval mode on ``device``.
+) -> tuple[GPT, Tokenizer, dict]:
+    """Rebuild the ``GPT`` and tokenizer (``CharTokenizer`` or ``BPETokenizer``) of a
+    checkpoint, the model in eval mode on ``device``.
 
     Returns ``(model, tokenizer, ckpt)``; weights are float32 whatever was stored.
     """
-    from minitx.data.tokenizer import CharTokenizer
+    from minitx.data.encoded import tokenizer_from_dict
     from minitx.nn.gpt import GPT, GPTConfig
 
     if isinstance(path_or_ckpt, dict):
@@ -375,7 +377,7 @@ def load_gpt(
         ckpt, where = load_checkpoint(path_or_ckpt), str(path_or_ckpt)
     try:
         config = GPTConfig(**ckpt["model_config"])
-        tokenizer = CharTokenizer.from_dict(ckpt["tokenizer"])
+        tokenizer = tokenizer_from_dict(ckpt["tokenizer"])
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"{where}: bad model config or vocabulary ({err})") from err
     if tokenizer.vocab_size != config.vocab_size:
