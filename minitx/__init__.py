@@ -9,7 +9,7 @@ Its subpackages follow the course, and each imports only those above it in this 
                    device and threads
     minitx.viz     heatmaps, plots and the interactive widgets
     minitx.course  notebook set-up, exercises, the teacher's tools and the experiments
-    minitx.cli     the ``minitx`` command
+    minitx.cli     the ``minitx`` command (its ``sample`` subcommand: minitx.cli_sample)
 """
 
 __version__ = "0.2.0"

@@ -5,6 +5,7 @@ CPU training step), not numbers typed by hand."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -265,3 +266,37 @@ def test_the_muon_dtype_record_is_an_avx2_run_and_the_doc_quotes_it() -> None:
     assert f"Float32 trains {ratio:.1f}x as many tokens a second" in doc
     assert (f"({capability['isa']} kernels, bfloat16 instructions: no; {capability['model']}, "
             f"{record['cpus']} CPUs, torch {record['torch']}, {record['date']})") in doc
+
+
+# ------------------------------------------------------------ characters against BPE tokens
+
+CHAR_BPE_LABELS = {"char": "characters", "bpe": "BPE, 512 tokens"}
+
+
+def char_bpe_row(kind: str, summary: dict) -> str:
+    """The README row of one tokenizer, from benchmarks/results/char_bpe.json."""
+    return (f"| {CHAR_BPE_LABELS[kind]} | {summary['chars_per_token']:.2f} | "
+            f"{summary['params']:,} | {summary['median_bits_per_char']:.3f} (spread "
+            f"{summary['spread_bits_per_char']:.3f}) | {summary['median_wall_s']:.0f} s |")
+
+
+def test_the_char_bpe_record_follows_from_its_runs_and_readme_quotes_it() -> None:
+    import statistics
+
+    record = json.loads((RESULTS / "char_bpe.json").read_text())
+    assert record["preset"] == "cpu" and record["bpe_vocab"] == 512
+    readme = (ROOT / "README.md").read_text()
+    for kind, summary in record["kinds"].items():
+        runs = summary["runs"]
+        assert [r["seed"] for r in runs] == [0, 1, 2]
+        bits = [r["bits_per_char"] for r in runs]
+        assert summary["median_bits_per_char"] == pytest.approx(statistics.median(bits))
+        assert summary["spread_bits_per_char"] == pytest.approx(max(bits) - min(bits))
+        assert summary["median_wall_s"] == pytest.approx(
+            statistics.median(r["wall_s"] for r in runs))
+        for r in runs:  # bits per character from nats per token and characters per token
+            assert r["bits_per_char"] == pytest.approx(
+                r["val_nats_per_token"] / r["chars_per_token"] / math.log(2))
+        assert char_bpe_row(kind, summary) in readme.splitlines(), kind
+    capability = record["capability"]
+    assert f"{capability['isa']} kernels" in readme and "benchmarks/bench_char_bpe.py" in readme

@@ -6,8 +6,7 @@ A checkpoint is one ``torch.save`` file holding a plain dict::
       "format": "minitx-checkpoint", "version": 1,
       "model_config": {...},          # GPTConfig fields (a plain dict)
       "model": {name: tensor},        # the weights (state_dict)
-      "tokenizer": {...},             # the vocabulary: CharTokenizer.to_dict() ("type":
-                                      # "char") or BPETokenizer.to_dict() ("type": "bpe")
+      "tokenizer": {...},             # CharTokenizer or BPETokenizer .to_dict()
       "preset": "cpu" | None,         # minitx.train.presets name the run started from
       "trainer": {...} | None,        # Trainer.state_dict(): step, optimizer, RNG states,
                                       # best/last val loss, history, train config
@@ -362,8 +361,7 @@ def export_checkpoint(src: str | os.PathLike, dst: str | os.PathLike, dtype: str
 def load_gpt(
     path_or_ckpt: str | os.PathLike | dict, device: str | torch.device = "cpu"
 ) -> tuple[GPT, Tokenizer, dict]:
-    """Rebuild the ``GPT`` and tokenizer (``CharTokenizer`` or ``BPETokenizer``) of a
-    checkpoint, the model in eval mode on ``device``.
+    """Rebuild the ``GPT`` (in eval mode on ``device``) and tokenizer of a checkpoint.
 
     Returns ``(model, tokenizer, ckpt)``; weights are float32 whatever was stored.
     """
