@@ -70,15 +70,17 @@ GROUPS = [
             "minitx.course.analysis",
             "minitx.viz.sampling_explorer",
             "minitx.cli",
+            "minitx.cli_sample",
         ],
     ),
     ("The encoder-decoder transformer (10)", ["minitx.nn.encoder_decoder"]),
-    ("Tokenization (12)", ["minitx.data.bpe"]),
     (
         "The modern block (11)",
         ["minitx.nn.rmsnorm", "minitx.nn.rope", "minitx.nn.swiglu", "minitx.nn.grouped_attention",
          "minitx.course.modern_block"],
     ),
+    ("Tokenization (12)", ["minitx.data.bpe", "minitx.data.encoded",
+                           "minitx.course.tokenization"]),
     ("Pictures (every notebook)", ["minitx.viz.plots", "minitx.viz.heatmap", "minitx.viz.arrays",
                                   "minitx.viz.alt_text"]),
     (
@@ -88,7 +90,7 @@ GROUPS = [
          "minitx.course.exercises.plain", "minitx.course.exercises.seal",
          "minitx.course.exercises.grading", "minitx.course.exercises.review",
          "minitx.course.teacher", "minitx.course.editions", "minitx.course.nbgrader_export",
-         "minitx.course.handout",
+         "minitx.course.handout", "minitx.course.lab_length",
          "minitx.course.site"],
     ),
 ]

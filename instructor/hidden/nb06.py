@@ -1,9 +1,4 @@
-"""Hidden cases of notebook 06.
-
-06.torch_mask is graded on which positions its mask blocks: the instructor's ``~mask`` is a
-bool mask (True: blocked), and an additive float mask (-inf: blocked), which PyTorch reads
-the same way, is as right.
-"""
+"""Hidden cases of notebook 06."""
 
 from __future__ import annotations
 
@@ -14,17 +9,6 @@ from . import Hidden
 
 def _r(g: torch.Generator, *shape: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
-
-
-def _blocked(plain: object) -> object:
-    """A mask's plain data as which positions it blocks: True (bool) or -inf (float)."""
-    if not isinstance(plain, dict) or "data" not in plain:
-        return plain
-    if plain.get("dtype") == "bool":
-        blocked = [bool(v) for v in plain["data"]]
-    else:
-        blocked = [isinstance(v, float) and v == float("-inf") for v in plain["data"]]
-    return {"shape": plain["shape"], "dtype": "blocked", "data": blocked}
 
 
 def _split_cases() -> list[tuple]:
@@ -49,20 +33,7 @@ def _merge_cases() -> list[tuple]:
     ]
 
 
-def _mask_cases() -> list[tuple]:
-    g = torch.Generator().manual_seed(6626)
-    random = torch.rand(7, 5, generator=g) < 0.5
-    random[:, 0] = True
-    return [
-        (torch.ones(4, 4, dtype=torch.bool).tril(),),
-        (torch.ones(1, 1, dtype=torch.bool),),  # a single token
-        (random,),  # T_q != T_k
-        (torch.tensor([[True, True, False]] * 3),),  # padding
-    ]
-
-
 HIDDEN = {
     "06.split_heads": Hidden(_split_cases, atol=1e-6, points=2),
     "06.merge_heads": Hidden(_merge_cases, atol=1e-6, points=2),
-    "06.torch_mask": Hidden(_mask_cases, atol=0.0, points=1, normalize=_blocked),
 }

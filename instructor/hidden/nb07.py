@@ -7,5 +7,4 @@ from . import Hidden
 HIDDEN = {
     "07.sinusoidal": Hidden(lambda: [(5, 4), (1, 2), (9, 6), (16, 32)], atol=1e-5, points=2),
     "07.block_params": Hidden(atol=0.0, forbid=("minitx.nn.transformer.TransformerBlock",)),
-    "07.initial_loss": Hidden(atol=0.01),
 }

@@ -54,15 +54,9 @@ def merge_heads(z: Tensor) -> Tensor:
     return z.transpose(1, 2).contiguous().view(B, T, n_heads * d_k)
 
 
-def to_torch(mask: Tensor) -> Tensor:
-    """A minitx mask (True = may attend) as nn.MultiheadAttention's attn_mask (True = blocked)."""
-    return ~mask
-
-
 SOLUTIONS = {
     "06.split_heads": lambda: split_heads,
     "06.merge_heads": lambda: merge_heads,
-    "06.torch_mask": lambda: to_torch,
     "06.swap_heads": swap_truth,
 }
 

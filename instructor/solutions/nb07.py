@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
@@ -11,7 +9,6 @@ from minitx.nn.masks import sliding_window_mask
 from minitx.nn.transformer import TransformerBlock
 
 WINDOW_LETTERS = {3: "a", 6: "b", 11: "c"}  # the choices: position 3, 6, 11
-LOSS_VOCAB = 32000  # LLaMA's vocabulary
 
 
 def window_reach(T: int = 12, window: int = 4, n_blocks: int = 2) -> int:
@@ -58,18 +55,6 @@ def block_params_mistakes(d: int = 48, n_heads: int = 4, f: int = 192) -> dict[s
     }
 
 
-def initial_loss(vocab_size: int = LOSS_VOCAB) -> float:
-    """Cross-entropy when every one of ``vocab_size`` tokens gets the same logit."""
-    logits = torch.zeros(1, vocab_size, dtype=torch.float64)
-    target = torch.zeros(1, dtype=torch.long)
-    return float(torch.nn.functional.cross_entropy(logits, target))
-
-
-def initial_loss_mistakes(vocab_size: int = LOSS_VOCAB) -> dict[str, float]:
-    return {"log2": math.log2(vocab_size), "log10": math.log10(vocab_size),
-            "probability": 1 / vocab_size}
-
-
 def sinusoidal(T: int, d: int) -> Tensor:
     """The (T, d) table: PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same)."""
     pos = torch.arange(T, dtype=torch.float64)[:, None]  # (T, 1)
@@ -88,7 +73,6 @@ SOLUTIONS = {
     "07.no_positions": lambda: "c",
     "07.window_reach": window_truth,
     "07.block_params": block_params,
-    "07.initial_loss": lambda: round(initial_loss(), 2),
 }
 
 MODEL_ANSWERS = {

@@ -4,8 +4,9 @@
 :class:`RelationNet` is token embeddings + learned positions, ``n_layers`` residual layers
 of :class:`minitx.nn.attention.MultiHeadAttention` (no MLP, no LayerNorm) and two linear
 read-outs. ``RelationTask.get_batch`` and ``RelationTask.loss`` are all that
-:class:`minitx.train.trainer.Trainer` needs to train it. :func:`relation_scores` measures
-whether each relation got a head of its own.
+:class:`minitx.train.trainer.Trainer` needs to train it; :func:`train_relations` does so with
+notebook 06's recipe. :func:`relation_scores` measures whether each relation got a head of
+its own.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from minitx.data import IGNORE_INDEX
 from minitx.data.relations import RelationBatch, RelationOutput, RelationTask
 from minitx.nn.attention import MultiHeadAttention
 from minitx.nn.modes import evaluating
-from minitx.train.trainer import accuracy
+from minitx.train.runtime import plan_runtime
+from minitx.train.trainer import TrainConfig, Trainer, accuracy
 
 
 class RelationScores(NamedTuple):
@@ -96,6 +98,29 @@ class RelationNet(nn.Module):
         return weights[:, 0] if single else weights
 
 
+def train_relations(model: RelationNet, task: RelationTask, seed: int = 0,
+                    steps: int = 200) -> list[float]:
+    """Train ``model`` on ``task`` in place with notebook 06's recipe; return the loss of
+    every step.
+
+    ``steps`` of plain Adam (a constant rate of 1e-2; no warm-up, decay or clipping) on
+    fresh batches of ``task.batch_size`` sequences drawn from ``seed``, on one CPU thread.
+    The same ``model`` initialisation and ``seed`` give the same model.
+    """
+    if not isinstance(model, RelationNet):
+        raise TypeError(f"model must be a RelationNet, got {type(model).__name__}")
+    for name, value, minimum in (("seed", seed, 0), ("steps", steps, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    adam = TrainConfig(max_steps=steps, batch_size=task.batch_size, learning_rate=1e-2,
+                       min_lr=1e-2, warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999),
+                       grad_clip=0.0, eval_interval=steps, eval_steps=1, log_interval=1,
+                       seed=seed)  # plain Adam at a constant rate, a loss logged every step
+    trainer = Trainer(model, adam, task.get_batch, loss_fn=task.loss,
+                      runtime=plan_runtime("cpu", threads=1), progress=False)
+    return trainer.train()["train_loss"]
+
+
 def relation_accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
     """:func:`minitx.train.evaluate.accuracy` of each read-out on ``batch``, dropout off:
     ``{"previous": ..., "partner": ...}`` (positions marked ``IGNORE_INDEX`` left out)."""
@@ -135,13 +160,15 @@ def ablate_heads(model: RelationNet, heads: Iterable[tuple[int, int]]) -> Relati
     ``out_proj.weight``; zeroing them removes exactly that head's contribution and
     leaves every attention weight of its layer (and of the layers before) unchanged.
     """
-    ablated = copy.deepcopy(model)
+    heads = list(heads)
     for layer, head in heads:
         if not (0 <= layer < model.n_layers and 0 <= head < model.n_heads):
             raise ValueError(
                 f"no head ({layer}, {head}) in a model of {model.n_layers} layers x "
                 f"{model.n_heads} heads"
             )
+    ablated = copy.deepcopy(model)
+    for layer, head in heads:
         attn = ablated.layers[layer]
         cols = slice(head * attn.d_head, (head + 1) * attn.d_head)
         with torch.no_grad():
@@ -177,4 +204,5 @@ __all__ = [
     "head_contributions",
     "relation_accuracy",
     "relation_scores",
+    "train_relations",
 ]

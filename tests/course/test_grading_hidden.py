@@ -1,4 +1,4 @@
-"""Teacher-side grading of notebooks 03, 06, 08, 09, 10 and 11 with their hidden cases: the
+"""Teacher-side grading of notebooks 03, 05, 06, 08, 09, 10 and 11 with their hidden cases: the
 instructor's own solutions and answers written differently are credited, and the package's
 function or PyTorch's piece, however wrapped, is refused."""
 
@@ -106,6 +106,25 @@ check("03.iso", [look[s] for s in sources])
                    {"03.additive": "AdditiveAttention", "03.iso": "format_date"})
 
 
+def test_notebook_05_causal_zeros_in_any_honest_form(tmp_path):
+    """A set, a list in another order or a tensor of (row, column) pairs is credited; the
+    package's causal mask or a triangle helper is refused."""
+    key = 'check("05.causal_zeros", {(1, 2), (1, 3), (2, 3)})'
+    own = 'check("05.causal_zeros", [(2, 3), (1, 3), (np.int64(1), 2.0)])'
+    cheats = ("from minitx.nn.masks import causal_mask\n"
+              "check('05.causal_zeros', {(i + 1, j + 1) for i, j in "
+              "(~causal_mask(3)).nonzero().tolist()})")
+    graded = _grade_three(tmp_path, [key], [own], [cheats])
+    _assert_graded(graded, ["05.causal_zeros"], {"05.causal_zeros": "causal_mask"})
+    tensor = "check('05.causal_zeros', torch.tensor([[2, 3], [1, 2], [1, 3]]))"
+    triangle = "check('05.causal_zeros', torch.triu(torch.ones(3, 3), 1).nonzero() + 1)"
+    for who, cell in (("tensor", tensor), ("triangle", triangle)):
+        _notebook(tmp_path / "more" / f"{who}.ipynb", [KEY_IMPORTS, cell])
+    rows = {Path(r.path).stem: r for r in progress([tmp_path / "more"], timeout=60)}
+    assert rows["tensor"].status == "correct", rows["tensor"]
+    assert rows["triangle"].status == "refused" and "triu" in rows["triangle"].detail
+
+
 def test_notebook_06_hidden_cases(tmp_path):
     own = """
 def split(x, n_heads):
@@ -117,11 +136,9 @@ def merge(z):
 
 check("06.split_heads", split)
 check("06.merge_heads", merge)
-check("06.torch_mask", lambda mask: torch.zeros(mask.shape).masked_fill(mask == 0, -math.inf))
 """
     cheats = """
 from minitx.nn import attention as A
-from minitx.nn.masks import additive_mask
 
 def split(x, n_heads):
     heads = A.split_heads(x, n_heads)
@@ -129,13 +146,11 @@ def split(x, n_heads):
 
 check("06.split_heads", split)
 check("06.merge_heads", lambda z: A.merge_heads(z).clone())
-check("06.torch_mask", lambda mask: additive_mask(mask, torch.float64))
 """
-    ex = ["06.split_heads", "06.merge_heads", "06.torch_mask"]
+    ex = ["06.split_heads", "06.merge_heads"]
     graded = _grade_three(tmp_path, [_key_cell(n) for n in ex], [own], [cheats])
     _assert_graded(graded, ex, {"06.split_heads": "split_heads",
-                                "06.merge_heads": "merge_heads",
-                                "06.torch_mask": "additive_mask"})
+                                "06.merge_heads": "merge_heads"})
 
 
 def test_notebook_08_hidden_cases(tmp_path):
@@ -173,31 +188,20 @@ def nucleus(logits, p):
     keep = (ranked.cumsum(-1) - ranked < p).scatter(-1, order, ranked.cumsum(-1) - ranked < p)
     return logits.masked_fill(~keep, -math.inf)
 
-def longest(sample, corpus):
-    best, prev = 0, [0] * (len(corpus) + 1)
-    for a in sample:
-        cur = [0] + [prev[j] + 1 if a == b else 0 for j, b in enumerate(corpus)]
-        best, prev = max([best, *cur]), cur
-    return np.int64(best)
-
 check("09.top_p", nucleus)
-check("09.longest_match", longest)
 check("09.temperature", torch.tensor(0.75, dtype=torch.float32))
 """
     cheats = """
 from minitx.nn import generation
-from minitx.data.text_stats import longest_verbatim_match
 
 check("09.top_p", lambda logits, p: generation.top_p_filter(logits, p).clone())
-check("09.longest_match", lambda s, c: int(longest_verbatim_match(s, c).length))
 logits = torch.tensor([2 * math.log(6), 0.0, 0.0])
 check("09.temperature", float(generation.apply_temperature(logits, 2.0).softmax(-1)[0]))
 """
-    ex = ["09.top_p", "09.longest_match", "09.temperature"]
-    graded = _grade_three(tmp_path, [*map(_key_cell, ex[:2]), "check('09.temperature', 0.75)"],
+    ex = ["09.top_p", "09.temperature"]
+    graded = _grade_three(tmp_path, [_key_cell(ex[0]), "check('09.temperature', 0.75)"],
                           [own], [cheats])
     _assert_graded(graded, ex, {"09.top_p": "top_p_filter",
-                                "09.longest_match": "longest_verbatim_match",
                                 "09.temperature": "apply_temperature"})
 
 

@@ -15,6 +15,7 @@ from minitx.course.relations import (
     head_contributions,
     relation_accuracy,
     relation_scores,
+    train_relations,
 )
 from minitx.data import IGNORE_INDEX
 from minitx.data.relations import (
@@ -178,6 +179,31 @@ def test_the_trainer_is_plain_adam_on_the_task_stream():
     assert history["train_loss"] == pytest.approx(losses, rel=1e-6)
     for a, b in zip(ours.parameters(), reference.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_train_relations_is_notebook_06s_recipe():
+    """The same initialisation and seed give the same model as a Trainer run with the recipe
+    written out; a frozen parameter stays as it was; bad input is refused."""
+    torch.manual_seed(4)
+    ours = RelationNet.for_task(TASK, d_model=16, n_layers=1)
+    reference = copy.deepcopy(ours)
+    losses = train_relations(ours, TASK, seed=3, steps=5)
+    config = dataclasses.replace(ADAM, max_steps=5, eval_interval=5, seed=3)
+    history = Trainer(reference, config, TASK.get_batch, loss_fn=TASK.loss).train()
+    assert len(losses) == 5 and losses == pytest.approx(history["train_loss"], rel=1e-6)
+    for a, b in zip(ours.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    frozen = RelationNet.for_task(TASK, d_model=16, n_layers=1)
+    frozen.pos_emb.weight.requires_grad_(False)
+    before = frozen.pos_emb.weight.clone()
+    train_relations(frozen, TASK, seed=0, steps=2)
+    assert torch.equal(frozen.pos_emb.weight, before)
+    with pytest.raises(TypeError, match="RelationNet"):
+        train_relations(torch.nn.Linear(2, 2), TASK)
+    with pytest.raises(ValueError, match="steps"):
+        train_relations(ours, TASK, steps=0)
+    with pytest.raises(ValueError, match="seed"):
+        train_relations(ours, TASK, seed=-1)
 
 
 def test_relation_scores_of_known_weights():

@@ -13,7 +13,6 @@ from minitx.course.exercises import answers
 from minitx.course.relations import RelationNet
 from minitx.data.relations import RelationTask
 from minitx.nn.attention import MultiHeadAttention, merge_heads, split_heads
-from minitx.nn.masks import additive_mask
 
 # ---- split_heads: right and wrong, written by hand --------------------------------------
 
@@ -103,48 +102,7 @@ def merge_to_a_word(z):
     return "heads"
 
 
-def negate(mask):
-    return ~mask
-
-
-def logical_not(mask):
-    return mask.logical_not()
-
-
-def to_float_mask(mask):
-    return torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
-
-
-def to_float64_mask(mask):
-    return torch.where(mask, 0.0, float("-inf")).double()
-
-
-def by_equality(mask):
-    return mask == torch.zeros_like(mask)
-
-
-@wrong("06.torch_mask", "unchanged")
-def unchanged(mask):
-    return mask
-
-
-@wrong("06.torch_mask", "same keys")
-def as_float(mask):
-    return mask.float()
-
-
-@wrong("06.torch_mask", "same keys")
-def negate_transposed(mask):
-    return ~mask.T
-
-
-@wrong("06.torch_mask", "same shape")
-def negate_first_two_rows(mask):
-    return ~mask[:2]
-
-
 @wrong("06.split_heads", "ZeroDivisionError")
-@wrong("06.torch_mask", "ZeroDivisionError")
 def divide_by_zero(*args):
     return 1 / 0
 
@@ -159,10 +117,6 @@ CASES: dict[str, Case] = {
         right=(merge_by_reshape, merge_by_cat, merge_in_numpy, merge_by_flatten),
         wrong=wrong_answers("06.merge_heads", (42, "function")),
         never=("transpose(1, 2)",),
-    ),
-    "06.torch_mask": Case(
-        right=(negate, logical_not, to_float_mask, to_float64_mask, by_equality),
-        wrong=wrong_answers("06.torch_mask", ("~mask", "function")),
     ),
     "06.swap_heads": prediction(
         ("(a)", "A."),
@@ -210,26 +164,11 @@ def merge_by_getattr(z):
     return getattr(importlib.import_module("minitx.nn.attention"), "merge_" + "heads")(z)
 
 
-def mask_two_lines(mask):
-    converted = additive_mask(mask)
-    return converted
-
-
-def mask_plus_zero(mask):
-    return additive_mask(mask.bool(), torch.float64) + 0
-
-
-def mask_by_getattr(mask):
-    return getattr(importlib.import_module("minitx.nn.masks"), "additive_" + "mask")(mask).clone()
-
-
 CHEATS = {
     "06.split_heads": (split_heads, lambda x, h: split_heads(x, h), split_two_lines,
                        split_cloned, split_by_getattr, split_by_the_modules_projection),
     "06.merge_heads": (merge_heads, lambda z: merge_heads(z), merge_two_lines, merge_cloned,
                        merge_by_getattr),
-    "06.torch_mask": (additive_mask, lambda mask: additive_mask(mask), mask_two_lines,
-                      mask_plus_zero, mask_by_getattr),
 }
 
 

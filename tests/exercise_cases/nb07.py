@@ -6,7 +6,6 @@ import importlib
 import math
 
 import numpy as np
-import pytest
 import torch
 
 from exercise_cases import Case, prediction, solution, wrong, wrong_answers
@@ -119,17 +118,6 @@ CASES: dict[str, Case] = {
         ),
         never=("28272",),
     ),
-    "07.initial_loss": Case(
-        right=(math.log(32000), 10.37, np.log(np.float32(32000)), torch.tensor(32000.0).log(),
-               np.float64(10.374)),
-        wrong=(
-            (math.log2(32000), "natural logarithm"),
-            (math.log10(32000), "natural logarithm"),
-            (1 / 32000, "-log"),
-            (4.17, "same probability"),
-            ("ln 32000", "answer with numbers"),
-        ),
-    ),
 }
 
 
@@ -169,7 +157,7 @@ CHEATS = {
 
 def check_nb07_expected_values_agree_with_independent_computations():
     key = answers.key("07")  # the instructor's computations
-    expected_block_params, expected_initial_loss = key.block_params, key.initial_loss
+    expected_block_params = key.block_params
     for T, d in ((4, 6), (1, 2), (30, 8)):
         assert torch.allclose(solution("07.sinusoidal")(T, d), table_with_loops(T, d), atol=1e-12)
         assert torch.allclose(
@@ -178,8 +166,6 @@ def check_nb07_expected_values_agree_with_independent_computations():
     assert expected_block_params(48, 4, 192) == 12 * 48**2 + 13 * 48
     real = TransformerBlock(16, 2, 40)
     assert expected_block_params(16, 2, 40) == sum(p.numel() for p in real.parameters())
-    assert expected_initial_loss(65) == pytest.approx(math.log(65), abs=1e-12)
-    assert expected_initial_loss() == pytest.approx(math.log(32000), abs=1e-12)
 
 
 def check_nb07_sliding_windows_reach_one_window_per_block():

@@ -38,7 +38,7 @@ import torch
 from minitx.data.corpus import CorpusError
 
 _REGISTRY: dict[str, Exercise] = {}
-NOTEBOOKS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")
+NOTEBOOKS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
 KINDS = ("predict", "implement", "compute", "think")
 STATUSES = ("correct", "not yet", "unanswered", "cannot check")
 
@@ -117,7 +117,7 @@ def notes(notebook: str) -> TeachingNotes | None:
 def _register(ex: Exercise) -> None:
     notebook, _, short = ex.name.partition(".")
     if notebook not in NOTEBOOKS or not short:
-        raise ValueError(f"exercise names look like '04.shapes' (notebook 01-11), got {ex.name!r}")
+        raise ValueError(f"exercise names look like '04.shapes' (notebook 01-12), got {ex.name!r}")
     if ex.kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {ex.kind!r}")
     if ex.name in _REGISTRY:

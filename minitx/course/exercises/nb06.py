@@ -1,9 +1,9 @@
-"""Exercises of notebook 06 (multi-head attention): heads split and merged, masks handed to
-PyTorch, a prediction about swapping heads, and an open question.
+"""Exercises of notebook 06 (multi-head attention): heads split and merged, a prediction
+about swapping heads, and an open question.
 
 The implementations are compared with :mod:`minitx.nn.attention` (the package's own
-multi-head attention) and PyTorch's ``nn.MultiheadAttention``, bound when this module is
-imported; neither may stand in for an answer. The prediction is kept as the seal of the
+multi-head attention), bound when this module is imported; neither it nor PyTorch's
+``nn.MultiheadAttention`` may stand in for an answer. The prediction is kept as the seal of the
 letter the instructor's solution computes. Every test input is drawn under
 ``torch.random.fork_rng`` with its own seed, so checking an answer does not move the
 learner's random numbers.
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from minitx.course.exercises import call_learner, teaching_notes, think
 from minitx.course.exercises.checks import (
@@ -25,14 +25,13 @@ from minitx.course.exercises.checks import (
     predict,
     shape_hint,
 )
-from minitx.course.exercises.plain import base_tensor, plain_tensor
+from minitx.course.exercises.plain import plain_tensor
 from minitx.nn.attention import (
     MultiHeadAttention,
     merge_heads,
     scaled_dot_product_attention,
     split_heads,
 )
-from minitx.nn.masks import causal_mask, padding_mask
 
 # (B, T, d_model, n_heads): several heads and positions first, then batch 1, length 1,
 # one head, and more heads than positions.
@@ -148,52 +147,6 @@ def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     )
 
 
-@implement(
-    "06.torch_mask",
-    "minitx masks say True = may attend; nn.MultiheadAttention's attn_mask says True = "
-    "blocked. Write a function to_torch(mask) that turns a minitx (T_q, T_k) boolean mask into "
-    "an attn_mask PyTorch reads the same way. Answer with the function.",
-    forbid=("minitx.nn.masks.additive_mask",),
-)
-def _torch_mask(answer: Any, _torch: Any = nn.MultiheadAttention,
-                _ours: Any = MultiHeadAttention.from_torch, _causal: Any = causal_mask,
-                _padding: Any = padding_mask) -> str | None:
-    d_model, n_heads, T = 8, 2, 6
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(6)
-        ref = _torch(d_model, n_heads, batch_first=True).double().eval()
-        x = torch.randn(2, T, d_model, dtype=torch.float64)
-        random_mask = torch.rand(T, T) < 0.6
-        ours = _ours(ref).eval()  # its init draws numbers too
-    random_mask[:, 0] = True  # every query may attend to something
-    last_two = _padding([T - 2], T)[0, 0].expand(T, T)
-    for name, mask in (
-        ("a causal mask", _causal(T)),
-        ("a padding mask", last_two),
-        ("a random mask", random_mask),
-    ):
-        converted, error = call_learner(answer, mask.clone())
-        if error:
-            return error
-        if not isinstance(converted, Tensor) or converted.shape != mask.shape:
-            return f"for {name} of shape {tuple(mask.shape)}, return a tensor of the same shape"
-        converted = base_tensor(converted)  # plain data: a subclass's methods never run
-        if converted.is_floating_point():
-            converted = converted.double()
-        elif converted.dtype != torch.bool:
-            return f"return a bool (or float) tensor, got {converted.dtype}"
-        if converted.dtype == torch.bool and torch.equal(converted, mask):
-            return "that is the mask unchanged: PyTorch reads True as 'blocked'"
-        try:
-            want, _ = ours(x, mask=mask)
-            got, _ = ref(x, x, x, attn_mask=converted, need_weights=False)
-        except RuntimeError as err:
-            return f"PyTorch refused your mask: {err}"
-        if not torch.allclose(got, want, atol=1e-9, equal_nan=False):
-            return f"with {name}, PyTorch does not attend to the same keys as minitx"
-    return None
-
-
 # ---- predict: swap two heads ------------------------------------------------------------
 
 SWAP_CHOICES = {
@@ -232,7 +185,8 @@ teaching_notes(
         "project with W_O; explain why the parameter count does not depend on h.",
         "Check a from-scratch module against nn.MultiheadAttention, flipping the mask "
         "convention (PyTorch: True = blocked).",
-        "Measure head specialisation on a task with two relations, and test it by ablation.",
+        "Measure head specialisation on a task with two relations, over six seeds, and test "
+        "it by ablation.",
         "Use the same module for cross-attention (queries from one sequence, keys and values "
         "from another).",
     ),

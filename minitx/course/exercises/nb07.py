@@ -1,8 +1,8 @@
 """Exercises of notebook 07 (the transformer block): sinusoidal encodings written by the
-learner, two predictions (a model without positions, stacked sliding windows), two counts,
-and an open question on long contexts.
+learner, two predictions (a model without positions, stacked sliding windows), a count, and
+an open question on long contexts.
 
-The predictions and counts are kept as seals (:mod:`~minitx.course.exercises.seal`) of the
+The predictions and the count are kept as seals (:mod:`~minitx.course.exercises.seal`) of the
 answers the instructor's solutions compute with :mod:`minitx.nn.transformer`,
 :mod:`minitx.nn.masks` and PyTorch (the outcome of a training run, ``07.no_positions``, is
 asserted by the notebook's experiment). The sinusoidal table is compared with the package's,
@@ -34,15 +34,6 @@ _BLOCK_HINTS = {
         "each of the two LayerNorms has d_model weights and d_model biases",
     "9783863dcd6e88df2344e0fa842637ae190a6804":
         "the heads share W_Q, W_K, W_V, W_O: the number of heads does not change the count",
-}
-_INITIAL_LOSS = "1622e5fa6bd0d039be3cc3bff15bc422dae2049f"
-_LOSS_HINTS = {
-    "36b28ff8baae0c0d2350e53466226e9259dad453":
-        "cross-entropy in PyTorch uses the natural logarithm, not log base 2",
-    "7c39b75ed19189b7bbc64c4f4a659cf1bc852d1e":
-        "cross-entropy in PyTorch uses the natural logarithm, not log base 10",
-    "20096dc451b1f17e3967681c5ccd41fdab114752":
-        "that is the probability of the right token; the loss is -log of it",
 }
 # The package's sinusoidal table, where it is defined and where the notebooks import it from,
 # and the model that builds one.
@@ -143,21 +134,6 @@ def _block_params(answer: Any) -> str | None:
     )
 
 
-@exercise(
-    "07.initial_loss",
-    "A freshly initialised language model with LLaMA's vocabulary of 32000 tokens gives almost "
-    "equal logits to every token. What cross-entropy loss do you expect at step 0? Answer with "
-    "a float (2 decimals are enough).",
-    kind="compute",
-)
-def _initial_loss(answer: Any) -> str | None:
-    return check_sealed(
-        "07.initial_loss", answer, _INITIAL_LOSS, decimals=2, atol=0.01, hints=_LOSS_HINTS,
-        advice="with equal logits, softmax gives every token the same probability; the loss "
-        "is -log of the probability of the right token",
-    )
-
-
 think(
     "07.long_context",
     "A sliding window of w positions makes attention's cost grow like n times w instead of n "
@@ -179,8 +155,9 @@ teaching_notes(
         "Read a block as a residual stream: attention moves information between positions, "
         "the feed-forward network computes on each position.",
         "Count parameters of a block and a GPT, and predict the loss at step 0 (ln V).",
-        "Measure attention's quadratic cost, compare honestly with an RNN, and see what a "
-        "context window and a sliding window cost and lose.",
+        "Measure attention's quadratic cost, compare honestly with an RNN (PyTorch's compiled "
+        "nn.RNN, not only a Python loop), and see what a context window and a sliding window "
+        "cost and lose.",
     ),
     misconceptions=(
         "Attention knows word order by itself.",
