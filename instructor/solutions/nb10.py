@@ -102,12 +102,4 @@ MODEL_ANSWERS = {
         "trains every model over several seeds until its validation accuracy stops improving "
         "or the budget is spent, and reports accuracy with its spread against that budget."
     ),
-    "10.century": (
-        "The century follows from the two-digit year by the task's rule (50-99 give 19, 00-49 "
-        "give 20), so the useful place to look is the year '98', or anywhere that carries it "
-        "after the encoder has mixed positions. There is no human alignment to compare with: "
-        "any place the model reads is its own choice, and a weight on a character does not say "
-        "how the model computed the digit. Attention weights show where information was read "
-        "from, not the rule that used it; alignments are a view, not an explanation."
-    ),
 }

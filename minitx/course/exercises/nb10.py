@@ -1,6 +1,6 @@
 """Exercises of notebook 10 (the encoder-decoder transformer): a prediction (what a change
 in the source reaches), the decoder's input, one beam-search step, what the KV cache saves,
-and two open questions.
+and an open question.
 
 The module holds no answer and no function that computes one: the prediction and the key
 counts are checked against seals (:mod:`~minitx.course.exercises.seal`) made from the
@@ -261,7 +261,7 @@ def _kv_cache(answer: Any) -> str | None:
     return first_hint(answer, KV_CASES, _kv_hint)
 
 
-# ---- open questions ----------------------------------------------------------------------
+# ---- open question -----------------------------------------------------------------------
 
 think(
     "10.fair_budget",
@@ -269,13 +269,6 @@ think(
     "equal seconds of training on your laptop, or equal floating-point operations, be "
     "fairer? Which model would each choice favour, and why? What would you measure to run "
     "that comparison properly?",
-)
-
-think(
-    "10.century",
-    "The century digits '19' of '3/3/98' appear nowhere in the input. Where would you want "
-    "a model's cross-attention to look while writing them, and what does your answer say "
-    "about reading attention weights as an alignment?",
 )
 
 teaching_notes(
