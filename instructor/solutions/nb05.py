@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from minitx.nn.attention import scaled_dot_product_attention
@@ -17,6 +15,25 @@ FIRST_LETTERS = {
     (False, True, True): "d",  # outputs 2 and 3
 }
 COMBINED_LENGTHS, COMBINED_T = (4, 11), 11
+
+
+def causal_zeros(n: int = 3) -> list[tuple[int, int]]:
+    """The (row, column) positions, counted from 1, that a causal mask forces to zero in an
+    n x n attention matrix: where the key comes after the query."""
+    blocked = ~causal_mask(n)
+    return sorted((i + 1, j + 1) for i, j in blocked.nonzero().tolist())
+
+
+def causal_zeros_mistakes(n: int = 3) -> dict[str, list[tuple[int, int]]]:
+    """The known mistakes of 05.causal_zeros: rows and columns swapped, the diagonal
+    included, and the entries that stay instead of those that become zero."""
+    everything = [(i, j) for i in range(1, n + 1) for j in range(1, n + 1)]
+    zeros = causal_zeros(n)
+    return {
+        "transposed": sorted((j, i) for i, j in zeros),
+        "diagonal too": sorted(zeros + [(i, i) for i in range(1, n + 1)]),
+        "the allowed entries": [p for p in everything if p not in zeros],
+    }
 
 
 def change_first_truth() -> str:
@@ -42,10 +59,13 @@ def combined(lengths: tuple[int, ...] = COMBINED_LENGTHS, T: int = COMBINED_T) -
 
 def combined_mistakes(lengths: tuple[int, ...] = COMBINED_LENGTHS,
                       T: int = COMBINED_T) -> dict[str, int]:
-    """The known mistakes of 05.combined: one of the two masks alone."""
+    """The known mistakes of 05.combined: one of the two masks alone, and the real queries
+    alone (the pad queries' rows left out)."""
+    n = lengths[0]
     return {
         "causal alone": int(causal_mask(T).sum()),
-        "padding alone": int(padding_mask([lengths[0]], T).expand(1, 1, T, T).sum()),
+        "padding alone": int(padding_mask([n], T).expand(1, 1, T, T).sum()),
+        "real queries only": int(combined(lengths, T) - (T - n) * n),
     }
 
 
@@ -57,21 +77,10 @@ def reference_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.
     return weights * mask  # blocked entries exactly 0, blocked rows all 0
 
 
-def reference_causal_attention(
-    Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Causal self-attention for Q, K (..., T, d_k) and V (..., T, d_v): returns (Z, A)."""
-    T = Q.size(-2)
-    allowed = torch.ones(T, T, dtype=torch.bool, device=Q.device).tril()  # key j <= query i
-    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
-    A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    return A @ V, A
-
-
 SOLUTIONS = {
+    "05.causal_zeros": causal_zeros,
     "05.change_first": change_first_truth,
     "05.masked_softmax": lambda: reference_masked_softmax,
-    "05.causal_attention": lambda: reference_causal_attention,
     "05.combined": combined,
 }
 
@@ -84,13 +93,5 @@ MODEL_ANSWERS = {
         "leaking model's loss jumps to worse than an honest model's, and its samples are "
         "garbage. A held-out validation set does not help, because the leak is in the model, "
         "not in the data."
-    ),
-    "05.causal_encoder": (
-        "With a causal mask the first output sees only the first token, so a classifier read "
-        "from it (as BERT reads its first token) would know nothing of the rest. Only the last "
-        "position sees the whole sentence, so the class must be read there (decoder-only "
-        "classifiers do this). Earlier positions lose all right context: 'bank' in 'the bank "
-        "of the river' cannot use 'river', so tagging each word is worse than with an "
-        "unmasked encoder. The mask costs nothing in speed; it only removes information."
     ),
 }

@@ -12,11 +12,13 @@ the data. Two measurements expose it:
   made of words that occur in the corpus) and :func:`text_nll` (how likely an honest,
   causal model finds the text).
 
-Models follow the GPT interface: ``model(idx (B, T)) -> (logits (B, T, V), loss)``.
+:func:`train_with_and_without_mask` trains the two models that notebook 05 compares. Models
+follow the GPT interface: ``model(idx (B, T)) -> (logits (B, T, V), loss)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
@@ -24,16 +26,25 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitx.nn.gpt import GPT, GPTConfig
 from minitx.nn.modes import evaluating, model_device
+from minitx.train.config import TrainConfig
 from minitx.train.evaluate import mean_loss
+from minitx.train.runtime import Runtime, plan_runtime
+from minitx.train.trainer import BatchFn, Trainer
 
 __all__ = [
+    "HONEST",
+    "LEAKING",
     "corpus_words",
     "future_blind_losses",
     "position_losses",
     "real_word_fraction",
     "text_nll",
+    "train_with_and_without_mask",
 ]
+
+HONEST, LEAKING = "honest (causal)", "leaking (no mask)"
 
 _WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
 
@@ -168,3 +179,37 @@ def text_nll(judge: nn.Module, ids: Tensor | list[int], block_size: int | None =
         return F.cross_entropy(_logits(model, xy[0][None])[0], xy[1])  # (t, V) logits
 
     return mean_loss(judge, windows(), window_nll, weight=lambda xy: xy[1].numel())
+
+
+def train_with_and_without_mask(
+    config: GPTConfig, train_config: TrainConfig, batches: BatchFn, *, seed: int = 0,
+    runtime: Runtime | None = None,
+) -> tuple[dict[str, GPT], dict[str, dict[str, list[float]]]]:
+    """Train two GPTs that differ only in the causal mask: :data:`HONEST` with
+    ``causal=True`` and :data:`LEAKING` with ``causal=False``, the rest of ``config`` shared.
+
+    Both start from the same weights (``torch.manual_seed(seed)`` before each is built;
+    checked) and train on the same ``batches`` with the same schedule (``train_config``).
+    ``runtime`` defaults to one CPU thread. Returns ``(models, histories)``, dicts keyed by
+    the two names: the models in eval mode, the histories as ``Trainer.train()`` returns
+    them.
+    """
+    if not isinstance(config, GPTConfig):
+        raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+    if not isinstance(train_config, TrainConfig):
+        raise TypeError(f"train_config must be a TrainConfig, got {type(train_config).__name__}")
+    runtime = plan_runtime("cpu", threads=1) if runtime is None else runtime
+    models: dict[str, GPT] = {}
+    histories: dict[str, dict[str, list[float]]] = {}
+    start: list[Tensor] = []
+    for name, causal in ((HONEST, True), (LEAKING, False)):
+        torch.manual_seed(seed)  # the same initial weights for both
+        model = GPT(dataclasses.replace(config, causal=causal))
+        initial = [p.detach().clone() for p in model.parameters()]
+        if start and not all(torch.equal(a, b) for a, b in zip(start, initial, strict=True)):
+            raise RuntimeError("the two models did not start from the same weights")
+        start = initial
+        trainer = Trainer(model, train_config, batches, runtime=runtime, progress=False)
+        histories[name] = trainer.train()
+        models[name] = trainer.model.eval()
+    return models, histories

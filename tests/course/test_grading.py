@@ -41,16 +41,14 @@ def attention(Q, K, V):
 
 check("04.attention", attention)
 """,
-    # PyTorch's own attention, the weights written out
-    "05.causal_attention": """
-def causal(Q, K, V):
-    T = Q.size(-2)
-    Z = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
-    S = (Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(
-        ~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-    return Z, torch.softmax(S, -1)
+    # PyTorch's own attention with Q = scores, K = V = I: the weights come out as its output
+    "05.masked_softmax": """
+def masked(scores, mask):
+    eye = torch.eye(scores.size(-1), dtype=scores.dtype)
+    out = F.scaled_dot_product_attention(scores, eye, eye, attn_mask=mask, scale=1.0)
+    return out.nan_to_num(0.0) * mask
 
-check("05.causal_attention", causal)
+check("05.masked_softmax", masked)
 """,
     # PyTorch's LSTM cell through an alias, in a tuple(...)
     "02.lstm_step": """
@@ -97,9 +95,6 @@ q = torch.tensor([[2.0, 0.0]])
 K = torch.eye(2)
 check("04.tiny", sdpa(q, K, K)[1][0].double())
 """,
-    "02.lstm_params": """
-check("02.lstm_params", sum(p.numel() for p in LSTM(10, 20).parameters()))
-""",
 }
 
 TAMPERED = """
@@ -133,15 +128,12 @@ def attention(Q, K, V):
 check("04.attention", attention)
 """,
     # float64, from scratch
-    "05.causal_attention": """
-def causal(Q, K, V):
-    T = Q.size(-2)
-    S = Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.size(-1))
-    S = S.masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf"))
-    A = S.softmax(-1)
-    return A @ V.double(), A
+    "05.masked_softmax": """
+def masked(scores, mask):
+    S = scores.double().masked_fill(~mask, -1e300)
+    return S.softmax(-1) * mask
 
-check("05.causal_attention", causal)
+check("05.masked_softmax", masked)
 """,
     # NumPy, from scratch
     "02.lstm_step": """
@@ -157,7 +149,6 @@ check("02.lstm_step", lstm_step)
 """,
     "04.tiny": 'check("04.tiny", np.array([0.80, 0.20]))',
     "07.block_params": 'check("07.block_params", 28272.0)',
-    "02.lstm_params": 'check("02.lstm_params", torch.tensor(2560))',
     "04.shapes": """
 X, W = torch.ones(4, 6), torch.ones(6, 3)
 answer = {"X": X.shape, "W_Q": W.shape, "W_K": (6, 3), "W_V": (6, 3), "Q": (4, 3),
@@ -191,11 +182,10 @@ def test_no_cheat_is_credited_and_each_refusal_says_why(graded):
     refused = {n: r.detail for n, r in cheats.items() if r.status == "refused"}
     assert set(refused) == set(CHEATS) - {"01.pad_and_mask"}, cheats
     assert "scaled_dot_product_attention" in refused["04.attention"]
-    assert "PyTorch" in refused["05.causal_attention"]
+    assert "PyTorch" in refused["05.masked_softmax"]
     assert "lstm_cell" in refused["02.lstm_step"]
     assert "sinusoidal_positions" in refused["07.sinusoidal"]
     assert "not plain data (Yes)" in refused["04.shapes"]
-    assert "LSTM" in refused["02.lstm_params"]
 
 
 def test_a_tampered_notebook_gets_nothing(graded):
@@ -216,10 +206,10 @@ def test_honest_answers_in_any_type_are_credited_and_predictions_only_answered(g
 def test_the_summary(graded):
     _, rows = graded
     line = summary([r for (who, _), r in rows.items() if who == "honest"])
-    assert line.endswith(f"honest.ipynb: 7/7 correct ({', '.join(list(HONEST)[:7])}); "
+    assert line.endswith(f"honest.ipynb: 6/6 correct ({', '.join(list(HONEST)[:6])}); "
                          "1/2 predictions answered")
     line = summary([r for (who, _), r in rows.items() if who == "cheater"])
-    assert ": 0/8 correct; 7 refused (see --csv)" in line
+    assert ": 0/7 correct; 6 refused (see --csv)" in line
 
 
 def test_honest_answers_in_a_wrong_shape_or_value_are_not_yet(tmp_path):

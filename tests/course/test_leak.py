@@ -9,13 +9,17 @@ import torch
 import torch.nn.functional as F
 
 from minitx.course.leak import (
+    HONEST,
+    LEAKING,
     corpus_words,
     future_blind_losses,
     position_losses,
     real_word_fraction,
     text_nll,
+    train_with_and_without_mask,
 )
 from minitx.nn.gpt import GPT, GPTConfig
+from minitx.train.config import TrainConfig
 
 V, T = 11, 6
 
@@ -162,3 +166,48 @@ def test_text_nll_errors():
         text_nll(model, torch.arange(5), block_size=0)
     with pytest.raises(ValueError, match="pass block_size"):
         text_nll(torch.nn.Linear(2, 2), torch.arange(5))
+
+
+def random_batches(split: str, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    data = torch.randint(V, (3, T + 1), generator=generator)
+    return data[:, :-1], data[:, 1:]
+
+
+def tiny_pair(learning_rate: float, steps: int = 2):
+    config = GPTConfig(vocab_size=V, block_size=T, n_layer=1, n_head=2, n_embd=16)
+    train_config = TrainConfig(max_steps=steps, batch_size=3, learning_rate=learning_rate,
+                               min_lr=0.0, warmup_steps=0, eval_interval=steps, eval_steps=1,
+                               log_interval=1, seed=1)
+    return config, train_config
+
+
+def test_train_with_and_without_mask_differs_only_in_the_mask():
+    config, train_config = tiny_pair(learning_rate=1e-12)  # the weights barely move
+    models, histories = train_with_and_without_mask(config, train_config, random_batches)
+    assert list(models) == list(histories) == [HONEST, LEAKING]
+    assert [m.config.causal for m in models.values()] == [True, False]
+    assert not any(m.training for m in models.values())
+    assert all(len(h["train_loss"]) == 2 for h in histories.values())
+    torch.manual_seed(0)
+    fresh = GPT(config)
+    for model in models.values():  # both started from the seed's weights
+        for a, b in zip(model.parameters(), fresh.parameters(), strict=True):
+            assert torch.allclose(a, b, atol=1e-9)
+    assert config.causal  # the caller's config is left as it was
+
+
+def test_train_with_and_without_mask_only_the_leak_beats_random_tokens():
+    config, train_config = tiny_pair(learning_rate=2e-2, steps=300)
+    _, histories = train_with_and_without_mask(config, train_config, random_batches)
+    honest, leak = (sum(histories[name]["train_loss"][-20:]) / 20 for name in (HONEST, LEAKING))
+    # Random tokens: nothing in the past predicts the next one, but the input holds it.
+    assert honest > 0.9 * math.log(V)
+    assert leak < 0.6 * honest
+
+
+def test_train_with_and_without_mask_errors():
+    config, train_config = tiny_pair(learning_rate=1e-3)
+    with pytest.raises(TypeError, match="GPTConfig"):
+        train_with_and_without_mask({"n_layer": 1}, train_config, random_batches)
+    with pytest.raises(TypeError, match="TrainConfig"):
+        train_with_and_without_mask(config, {"max_steps": 1}, random_batches)

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import importlib
-import math
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from exercise_cases import Case, prediction, solution, wrong, wrong_answers
+from minitx.course.exercises import answers
+from minitx.course.exercises.seal import canonical, seal
 from minitx.nn.attention import masked_softmax, scaled_dot_product_attention
-from minitx.nn.masks import causal_mask
 
 # ---- learner functions for 05.masked_softmax -----------------------------------------------
 
@@ -84,107 +83,37 @@ def drops_the_last_key(scores, mask):
     return scores[..., :-1]
 
 
-# ---- learner functions for 05.causal_attention ---------------------------------------------
-
-
-def causal_by_hand(Q, K, V):
-    T = Q.shape[-2]
-    rows = torch.arange(T)[:, None]
-    cols = torch.arange(T)[None, :]
-    s = Q @ K.transpose(-1, -2) / Q.shape[-1] ** 0.5
-    s = torch.where(cols <= rows, s, torch.tensor(float("-inf"), dtype=s.dtype))
-    A = torch.softmax(s, -1)
-    return A @ V, A
-
-
-def causal_with_triu_offset(Q, K, V):
-    T = Q.size(-2)
-    blocked = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    A = (Q @ K.mT / math.sqrt(Q.size(-1))).masked_fill(blocked, -1e30).softmax(-1)
-    return A @ V, A
-
-
-@wrong("05.causal_attention", "query 0 puts weight on key 1")
-def no_mask(Q, K, V):
-    A = torch.softmax(Q @ K.mT / math.sqrt(Q.size(-1)), -1)
-    return A @ V, A
-
-
-@wrong("05.causal_attention", "wrong triangle")
-def wrong_triangle(Q, K, V):
-    T = Q.size(-2)
-    allowed = torch.ones(T, T, dtype=torch.bool).triu()
-    A = (Q @ K.mT / math.sqrt(Q.size(-1))).masked_fill(~allowed, float("-inf")).softmax(-1)
-    return A @ V, A
-
-
-@wrong("05.causal_attention", "attend to itself")
-def blocks_the_diagonal(Q, K, V):
-    T = Q.size(-2)
-    allowed = torch.ones(T, T, dtype=torch.bool).tril(-1)
-    A = (Q @ K.mT / math.sqrt(Q.size(-1))).masked_fill(~allowed, -1e30).softmax(-1) * allowed
-    return A @ V, A
-
-
-@wrong("05.causal_attention", "sqrt(d_k)")
-def unscaled_causal(Q, K, V):
-    T = Q.size(-2)
-    allowed = torch.ones(T, T, dtype=torch.bool).tril()
-    A = (Q @ K.mT).masked_fill(~allowed, float("-inf")).softmax(-1)
-    return A @ V, A
-
-
-@wrong("05.causal_attention", "do not sum to 1")
-def zeroes_after_softmax(Q, K, V):
-    """Masks the weights after the softmax: rows no longer sum to 1."""
-    A = torch.softmax(Q @ K.mT / math.sqrt(Q.size(-1)), -1).tril()
-    return A @ V, A
-
-
-@wrong("05.causal_attention", "weighted sum of the values")
-def outputs_from_queries(Q, K, V):
-    """Right weights, but blends the queries instead of the values."""
-    _, A = causal_by_hand(Q, K, V)
-    return A @ Q[..., : V.size(-1)], A
-
-
-@wrong("05.causal_attention", "two tensors")
-def only_weights(Q, K, V):
-    return causal_by_hand(Q, K, V)[1]
-
-
-def loop_over_positions(Q, K, V):
-    """A loop is slow but right; the checker accepts it (the prompt asks for no loop)."""
-    rows_Z, rows_A = [], []
-    T = Q.size(-2)
-    for i in range(T):
-        s = Q[..., i : i + 1, :] @ K[..., : i + 1, :].mT / math.sqrt(Q.size(-1))
-        a = s.softmax(-1)
-        rows_Z.append(a @ V[..., : i + 1, :])
-        rows_A.append(torch.nn.functional.pad(a, (0, T - i - 1)))
-    return torch.cat(rows_Z, -2), torch.cat(rows_A, -2)
-
-
-def causal_in_numpy(Q, K, V):
-    """NumPy arrays in and out (the checker reads arrays), float64."""
-    q, k, v = np.asarray(Q), np.asarray(K), np.asarray(V)
-    T = q.shape[-2]
-    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
-    e = np.exp(s - s.max(-1, keepdims=True))
-    a = e / e.sum(-1, keepdims=True)
-    return a @ v, a
-
-
-def causal_in_float32(Q, K, V):
-    Q, K, V = Q.float(), K.float(), V.float()
-    T = Q.size(-2)
-    future = torch.arange(T)[None, :] > torch.arange(T)[:, None]
-    A = (Q @ K.mT * Q.size(-1) ** -0.5).masked_fill(future, float("-inf")).softmax(-1)
-    return A @ V, A
-
+ZEROS_0_BASED = {(0, 1), (0, 2), (1, 2)}
 
 CASES: dict[str, Case] = {
+    "05.causal_zeros": Case(
+        right=(
+            {(1, 2), (1, 3), (2, 3)},
+            [(2, 3), (1, 2), (1, 3)],
+            ((1, 2), (1, 3), (2, 3)),
+            frozenset({(1, 3), (2, 3), (1, 2)}),
+            [[1, 2], [1, 3], [2, 3]],
+            [(1.0, 2.0), (np.int64(1), 3), (torch.tensor(2), 3)],
+            [(1, 2), (1, 3), (2, 3), (1, 2)],  # a repeat changes nothing
+            torch.tensor([[1, 2], [1, 3], [2, 3]]),
+            np.array([[2, 3], [1, 3], [1, 2]]),
+        ),
+        wrong=(
+            (ZEROS_0_BASED, "count rows and columns from 1"),
+            ({(2, 1), (3, 1), (3, 2)}, "rows and columns are swapped"),
+            ({(1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (3, 3)}, "may look at itself"),
+            ([(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3)], "must become zero"),
+            ({(1, 2), (1, 3)}, "row by row"),
+            ({(1, 2), (1, 3), (2, 3), (3, 4)}, "run from 1 to 3"),
+            (set(), "no entry at all"),
+            (3, "set or list of (row, column) pairs"),
+            ("(1, 2), (1, 3), (2, 3)", "set or list of (row, column) pairs"),
+            ([1, 2, 1, 3, 2, 3], "pairs"),
+            ([(1.5, 2), (1, 3), (2, 3)], "whole numbers"),
+            ({"row": 1, "column": 2}, "pairs"),
+        ),
+        never=("(1, 2)", "(1, 3)", "(2, 3)"),
+    ),
     "05.change_first": prediction(
         ("(c)", " C ", "all three outputs"),
         {"a": "as a key or as the query", "(b)": "list the tokens", "d": "not what happens"},
@@ -196,11 +125,6 @@ CASES: dict[str, Case] = {
                masked_softmax_by_logsumexp),
         wrong=wrong_answers("05.masked_softmax"),
     ),
-    "05.causal_attention": Case(
-        right=(causal_by_hand, causal_with_triu_offset, loop_over_positions, causal_in_numpy,
-               causal_in_float32),
-        wrong=wrong_answers("05.causal_attention"),
-    ),
     "05.combined": Case(
         right=(38, 38.0, np.int64(38), torch.tensor(38)),
         wrong=(
@@ -208,6 +132,7 @@ CASES: dict[str, Case] = {
             (44, "padding mask alone"),
             (38.5, "whole number"),
             (40, "both masks allow it"),
+            (10, "pad queries are rows too"),
             ("many", "whole number"),
         ),
         never=("38",),
@@ -250,55 +175,6 @@ def softmax_from_torch_attention(scores, mask):
     return out.nan_to_num(0.0) * mask
 
 
-def causal_two_lines(Q, K, V):
-    Z, A = scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)))
-    return Z, A
-
-
-def causal_tuple(Q, K, V):
-    return tuple(scaled_dot_product_attention(Q, K, V, causal_mask(Q.size(-2)).bool()))
-
-
-def causal_plus_zero_cloned(Q, K, V):
-    Z, A = scaled_dot_product_attention(Q.clone(), K, V, causal_mask(Q.size(-2)))
-    return Z + 0, A.clone().double()
-
-
-def causal_by_getattr(Q, K, V):
-    attention = importlib.import_module("minitx.nn.attention")
-    mask = torch.ones(Q.size(-2), Q.size(-2), dtype=torch.bool).tril()
-    return getattr(attention, "scaled_dot_product_" + "attention")(Q, K, V, mask)
-
-
-def causal_mask_with_own_softmax(Q, K, V):
-    """The package's causal_mask, reached under another name."""
-    allowed = importlib.import_module("minitx.nn.masks").causal_mask(Q.size(-2))
-    A = (Q @ K.mT / math.sqrt(Q.size(-1))).masked_fill(~allowed, float("-inf")).softmax(-1)
-    return A @ V, A
-
-
-def causal_from_torch_fused(Q, K, V):
-    """F.scaled_dot_product_attention with is_causal: Z from V, and A from V = I."""
-    eye = torch.eye(Q.size(-2), dtype=Q.dtype)
-    Z = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
-    return Z, F.scaled_dot_product_attention(Q, K, eye, is_causal=True)
-
-
-def causal_from_torch_module(Q, K, V):
-    """nn.MultiheadAttention, one head, identity projections (V padded to d_k columns)."""
-    *lead, T, d = Q.shape
-    d_v = V.size(-1)
-    mha = nn.MultiheadAttention(d, 1, bias=False, batch_first=True).double()
-    with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.eye(d, dtype=torch.float64).repeat(3, 1))
-        mha.out_proj.weight.copy_(torch.eye(d, dtype=torch.float64))
-    q, k = Q.reshape(-1, T, d), K.reshape(-1, T, d)
-    v = F.pad(V, (0, d - d_v)).reshape(-1, T, d)
-    blocked = torch.ones(T, T, dtype=torch.bool).triu(1)
-    Z, A = mha(q, k, v, attn_mask=blocked, need_weights=True)
-    return Z[..., :d_v].reshape(*lead, T, d_v), A.reshape(*lead, T, T)
-
-
 CHEATS = {
     "05.masked_softmax": (
         masked_softmax,
@@ -309,16 +185,6 @@ CHEATS = {
         softmax_by_getattr,
         softmax_from_the_packages_attention,
         softmax_from_torch_attention,
-    ),
-    "05.causal_attention": (
-        scaled_dot_product_attention,
-        causal_two_lines,
-        causal_tuple,
-        causal_plus_zero_cloned,
-        causal_by_getattr,
-        causal_mask_with_own_softmax,
-        causal_from_torch_fused,
-        causal_from_torch_module,
     ),
 }
 
@@ -349,7 +215,32 @@ def change_first_moves_every_output():
 def combined_by_hand():
     # Query i (from 1) may see keys 1..min(i, 4): 1 + 2 + 3 + 4 for the first four queries,
     # then 4 for each of the 7 padding queries.
+    from minitx.course.exercises import nb05
+
     assert 1 + 2 + 3 + 4 + 7 * 4 == 38 == solution("05.combined")
+    assert seal("05.combined", canonical(38)) == nb05._COMBINED
+    mistakes = answers.key("05").combined_mistakes()
+    # causal alone: 1 + ... + 11; padding alone: 11 queries x 4 keys; real queries: 1 + ... + 4
+    assert mistakes == {"causal alone": 66, "padding alone": 44, "real queries only": 10}
+    assert set(nb05._COMBINED_HINTS) == {
+        seal("05.combined", canonical(v)) for v in mistakes.values()}
 
 
-VALUE_CHECKS = [change_first_moves_every_output, combined_by_hand]
+def causal_zeros_by_hand():
+    """Query i may see keys j <= i, so the zeros of a 3 x 3 causal A are the j > i, counted
+    from 1; the checker keeps the seal of that and of each known mistake."""
+    from minitx.course.exercises import nb05
+
+    zeros = [(i, j) for i in (1, 2, 3) for j in (1, 2, 3) if j > i]
+    assert zeros == [(1, 2), (1, 3), (2, 3)] == solution("05.causal_zeros")
+    assert seal("05.causal_zeros", canonical(zeros)) == nb05._CAUSAL_ZEROS
+    mistakes = answers.key("05").causal_zeros_mistakes()
+    assert mistakes == {"transposed": [(2, 1), (3, 1), (3, 2)],
+                        "diagonal too": [(1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (3, 3)],
+                        "the allowed entries": [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (3, 3)]}
+    assert set(nb05._CAUSAL_ZEROS_HINTS) == {
+        seal("05.causal_zeros", canonical(v)) for v in mistakes.values()}
+    assert {(i - 1, j - 1) for i, j in zeros} == ZEROS_0_BASED
+
+
+VALUE_CHECKS = [change_first_moves_every_output, combined_by_hand, causal_zeros_by_hand]

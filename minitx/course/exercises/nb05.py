@@ -1,13 +1,13 @@
 """Exercises of notebook 05 (masking).
 
-One prediction (which outputs move when the first token changes under a causal mask), two
-implementations (``masked_softmax`` with fully masked rows, tested against
-:func:`minitx.nn.attention.masked_softmax`; causal attention without a loop, tested against
-:func:`minitx.nn.attention.scaled_dot_product_attention` with :func:`minitx.nn.masks.causal_mask`),
-one count by hand and two open questions. The prediction and the count are kept as seals
+The zeros of a causal attention matrix by hand (asked before the notebook shows them), one
+prediction (which outputs move when the first token changes under a causal mask), one
+implementation (``masked_softmax`` with fully masked rows, tested against
+:func:`minitx.nn.attention.masked_softmax`), one count by hand and one open question. The
+prediction and the two hand computations are kept as seals
 (:mod:`~minitx.course.exercises.seal`) of the answers the instructor's solutions compute; the
-references the implementations are compared with are bound when this module is imported,
-and neither the package's functions nor PyTorch's own attention may stand in for an answer.
+reference the implementation is compared with is bound when this module is imported, and
+neither the package's functions nor PyTorch's own attention may stand in for an answer.
 """
 
 from __future__ import annotations
@@ -17,15 +17,10 @@ from typing import Any
 import torch
 
 from minitx.course.exercises import call_learner, exercise, teaching_notes, think
-from minitx.course.exercises.checks import (
-    compare_attention,
-    implement,
-    outputs,
-    predict,
-    shape_hint,
-)
-from minitx.course.exercises.seal import check_sealed
-from minitx.nn.attention import masked_softmax, scaled_dot_product_attention
+from minitx.course.exercises.checks import implement, outputs, predict, shape_hint
+from minitx.course.exercises.plain import plain_number, plain_tensor
+from minitx.course.exercises.seal import canonical, check_sealed, seal
+from minitx.nn.attention import masked_softmax
 from minitx.nn.masks import causal_mask
 
 DT = torch.float64
@@ -43,9 +38,26 @@ _COMBINED_HINTS = {
         "that is the causal mask alone; the padding blocks some keys as well",
     "060409b77c7307a2dd2d5001a4e29accf1840d13":
         "that is the padding mask alone; the causal mask blocks the future as well",
+    "98b66d44f9202cf3b8cb88528082485901933f9a":
+        "pad queries are rows too: the padding mask blocks columns (keys), not rows, so "
+        "each pad query still counts the real keys it may see",
 }
+# seal("05.causal_zeros", canonical(sorted (row, column) pairs)), of the answer and of three
+# known mistakes.
+_CAUSAL_ZEROS = "6ac3e5bf840c52620aeb5a283e51c590969816f9"
+_CAUSAL_ZEROS_HINTS = {
+    "5d921fea7fdcf2a5b111b1a9c1711fbf9c02600b":
+        "rows and columns are swapped: row i is the query, token i, and column j the key it "
+        "looks at, so a row's zeros are the tokens that query may not see",
+    "8140bcbababcc2cb0436f005cc8f7c6bc0df2c43":
+        "a token may look at itself: the diagonal keeps its weights",
+    "f64eb5ee154538508a09f7ec097cbac17251a217":
+        "those are the entries a token may look at; the question asks for the ones that "
+        "must become zero",
+}
+_PAIRS = "answer with a set or list of (row, column) pairs of whole numbers, e.g. {(r, c), ...}"
 
-# What already does the work of the two implement exercises: the package's masked softmax and
+# What already does the work of the implement exercise: the package's masked softmax and
 # attention (functions and modules) and PyTorch's.
 _ATTENTION = (
     "minitx.nn.attention.masked_softmax",
@@ -57,11 +69,48 @@ _ATTENTION = (
     "torch.nn.functional.multi_head_attention_forward",
     "torch.nn.MultiheadAttention",
 )
-_MASKS = (
-    "minitx.nn.masks.causal_mask",
-    "minitx.nn.masks.sliding_window_mask",
-    "minitx.nn.masks.mask_of_kind",
+
+
+# ---- compute: the zeros of a causal A ---------------------------------------------------
+
+
+def _positions(answer: Any) -> list[tuple[int, int]] | str:
+    """A set, list, tuple, array or tensor of (row, column) pairs of whole numbers as sorted
+    pairs without repeats, or a hint."""
+    if isinstance(answer, str | bytes | dict) or plain_number(answer) is not None:
+        return _PAIRS
+    table = plain_tensor(list(answer) if type(answer) in (set, frozenset) else answer)
+    if table is None or table.is_complex() or table.dim() != 2 or table.size(-1) != 2:
+        return "no entry at all? a token must not see the tokens after it" if (
+            table is not None and table.numel() == 0) else _PAIRS
+    if not (table.isfinite().all() and (table == table.round()).all()):
+        return _PAIRS
+    return sorted({(int(r), int(c)) for r, c in table.tolist()})
+
+
+@exercise(
+    "05.causal_zeros",
+    "Three tokens are read left to right, as a language model reads them: a token may look "
+    "at itself and at the tokens before it, not at those after it. Which entries of their "
+    "3 x 3 attention matrix A (row = query, column = key) must become zero? Give their "
+    "(row, column) positions, counting from 1, as a set or list of pairs.",
+    kind="compute",
 )
+def _causal_zeros(answer: Any) -> str | None:
+    pairs = _positions(answer)
+    if isinstance(pairs, str):
+        return pairs
+    values = {v for pair in pairs for v in pair}
+    if 0 in values and values <= {0, 1, 2, 3}:
+        return "count rows and columns from 1, as the text does: row 1 is the first token"
+    if not values <= {1, 2, 3}:
+        return "A is 3 x 3: rows and columns run from 1 to 3"
+    text = canonical(pairs)
+    if seal("05.causal_zeros", text) == _CAUSAL_ZEROS:
+        return None
+    return _CAUSAL_ZEROS_HINTS.get(seal("05.causal_zeros", text), (
+        "row i is token i as the query: list, row by row, the columns of the tokens that "
+        "come after it"))
 
 
 # ---- predict -----------------------------------------------------------------------------
@@ -184,73 +233,6 @@ def _gradient_hint(fn: Any) -> str | None:
     return None
 
 
-# ---- implement: causal attention without a loop ----------------------------------------
-
-
-def causal_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Seeded inputs: one sequence, a batch of heads with d_k != d_v, one token, a batch
-    of one."""
-    g = torch.Generator().manual_seed(5050)
-
-    def randn(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=g, dtype=DT)
-
-    return [
-        (randn(5, 4), randn(5, 4), randn(5, 3)),
-        (randn(2, 3, 6, 8), randn(2, 3, 6, 8), randn(2, 3, 6, 5)),
-        (randn(1, 3), randn(1, 3), randn(1, 2)),
-        (randn(1, 4, 2), randn(1, 4, 2), randn(1, 4, 2)),
-    ]
-
-
-def _causal_weights_hint(name: str, got: dict, want: dict, args: tuple,
-                         _causal: Any = causal_mask) -> str | None:
-    """What is wrong with causal weights A that differ from the expected ones (None: not A,
-    or no likely mistake found)."""
-    if name != "A":
-        return None
-    A = got["A"]
-    T = A.size(-1)
-    future = ~_causal(T)
-    if (A[..., future].abs() > 1e-9).any():
-        if (A[..., _causal(T) & ~torch.eye(T, dtype=torch.bool)].abs() < 1e-12).all():
-            return (
-                "your weights look at later keys and ignore earlier ones: the mask is "
-                "the wrong triangle"
-            )
-        first = int((A[..., future].abs() > 1e-9).nonzero()[0][-1])  # among the future cells
-        i, j = future.nonzero()[first].tolist()
-        return f"query {i} puts weight on key {j}, which comes after it (positions counted from 0)"
-    if T > 1 and (A.diagonal(dim1=-2, dim2=-1).abs() < 1e-12).all():
-        return "every token may attend to itself: keep the diagonal"
-    sums = A.sum(-1)
-    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
-        return "the rows of your A do not sum to 1"
-    return None
-
-
-def _causal_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
-                      _attention: Any = scaled_dot_product_attention, _causal: Any = causal_mask):
-    return _attention(Q, K, V, _causal(Q.size(-2)))
-
-
-@implement(
-    "05.causal_attention",
-    "Write my_causal_attention(Q, K, V) that returns (Z, A) for causal self-attention, "
-    "without a Python loop over positions: Q and K of shape (..., T, d_k), V (..., T, d_v), "
-    "A = softmax of the scaled scores with every key after its query blocked, Z = A V.",
-    forbid=_ATTENTION + _MASKS,
-)
-def _causal_attention(fn: Any, _reference: Any = _causal_reference) -> str | None:
-    return compare_attention(
-        fn,
-        causal_inputs(),
-        _reference,
-        diagnose=_causal_weights_hint,
-        advice="are the scores divided by sqrt(d_k)?",
-    )
-
-
 # ---- compute -----------------------------------------------------------------------------
 
 
@@ -278,19 +260,11 @@ think(
     "what each would show if the mask leaks.",
 )
 
-think(
-    "05.causal_encoder",
-    "Suppose you put a causal mask into a BERT-style encoder that classifies whole "
-    "sentences (for example, positive or negative review). What could the first token's "
-    "output vector know about the sentence, which position would you have to read the "
-    "class from, and what would the earlier positions lose?",
-)
-
 
 teaching_notes(
     "05",
     60,
-    "change_first masked_softmax combined spot_leak",
+    "causal_zeros change_first masked_softmax combined spot_leak",
     goals=(
         "Build a causal mask, apply it to the scores before the softmax, and say which "
         "weights it forces to zero and which outputs it protects.",

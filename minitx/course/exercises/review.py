@@ -322,13 +322,16 @@ def unreadable(p: Any) -> str | None:
 
 
 def loosen(value: Any, depth: int = 0) -> Any:
-    """A torch.Size as a tuple, in lists, tuples and dicts too (an honest shape answer)."""
+    """A torch.Size as a tuple, in lists, tuples and dicts too (an honest shape answer); a
+    set as a list, in its own order (an honest answer whose order is not the point)."""
     import torch
 
     if depth > 6:
         return value
     if type(value) is torch.Size:
         return tuple(int(d) for d in value)
+    if type(value) in (set, frozenset):
+        return [loosen(v, depth + 1) for v in value]
     if type(value) in (list, tuple):
         return type(value)(loosen(v, depth + 1) for v in value)
     if type(value) is dict:
