@@ -3,7 +3,9 @@ the one :class:`minitx.train.trainer.Trainer`."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -93,7 +95,9 @@ def train_seq2seq(
     window: int | None = 4,
     target_acc: float | None = None,
     schedule_steps: int | None = None,
-) -> dict[str, list[float]]:
+    log_every: int | None = None,
+    keep_weights_at: Sequence[int] = (),
+) -> dict[str, Any]:
     """Train a date model with :class:`minitx.train.trainer.Trainer` on a :class:`DateTask`:
     Adam (AdamW without weight decay), gradient norm clipped at ``clip``, learning rate
     decayed from ``lr`` to ``lr * min_lr_fraction`` along a cosine over ``schedule_steps``
@@ -105,8 +109,14 @@ def train_seq2seq(
     number of steps under the same schedule, pass ``steps=`` the first model's last step
     and ``schedule_steps=`` its ``steps``.)
 
+    ``log_every`` (default ``eval_every``): how often the mean training loss is logged, so
+    a loss curve can have more points than there are evaluations. ``keep_weights_at``:
+    the steps after which a copy of the model's weights is kept, to look at a run halfway.
+
     Returns the Trainer's history (``step``, ``train_loss``, ``elapsed_s``, ``eval_step``,
-    ``val_loss``, ...), plus ``val_acc``, the exact match on ``val`` at each ``eval_step``.
+    ``val_loss``, ...), plus ``val_acc``, the exact match on ``val`` at each ``eval_step``,
+    and ``weights``, a dict from each step of ``keep_weights_at`` to the model's
+    ``state_dict`` after it.
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
@@ -115,25 +125,40 @@ def train_seq2seq(
         raise ValueError(f"schedule_steps must be an int >= steps={steps}, got {schedule_steps!r}")
     if len(val) == 0:
         raise ValueError("val must hold examples: the run is judged on held-out dates")
+    log_every = eval_every if log_every is None else log_every
+    if not isinstance(log_every, int) or log_every < 1:
+        raise ValueError(f"log_every must be an int >= 1, got {log_every!r}")
+    keep = set(keep_weights_at)
+    if not all(isinstance(k, int) and 1 <= k <= steps for k in keep):
+        raise ValueError(
+            f"keep_weights_at must hold steps in [1, {steps}], got {keep_weights_at!r}"
+        )
     task = DateTask(train, val, batch_size, window)
     device = model_device(model)
     config = TrainConfig(
         max_steps=steps, batch_size=batch_size, learning_rate=lr,
         min_lr=lr * min_lr_fraction, warmup_steps=0, lr_decay_steps=schedule_steps,
         weight_decay=0.0, betas=(0.9, 0.999), grad_clip=clip, eval_interval=eval_every,
-        eval_steps=1, log_interval=eval_every, seed=seed,
+        eval_steps=1, log_interval=log_every, seed=seed,
     )  # fmt: skip
     runtime = plan_runtime(str(device), "float32", compile=False, threads=torch.get_num_threads())
     trainer = Trainer(model, config, task.get_batch, loss_fn=task.loss, runtime=runtime,
                       progress=False)
     trainer.history["val_acc"] = []
+    weights: dict[int, dict[str, Tensor]] = {}
 
     def record_accuracy(t: Trainer) -> None:
         t.history["val_acc"].append(exact_match(t.model, val))
         if target_acc is not None and t.history["val_acc"][-1] >= target_acc:
             t.stop()
 
+    def keep_weights(t: Trainer) -> None:
+        if t.step in keep:
+            weights[t.step] = copy.deepcopy(t.model.state_dict())
+
     trainer.add_callback("on_eval_end", record_accuracy)
-    history = trainer.train()
+    trainer.add_callback("on_step_end", keep_weights)
+    history: dict[str, Any] = trainer.train()
+    history["weights"] = weights
     model.eval()
     return history

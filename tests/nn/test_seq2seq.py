@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -265,6 +266,55 @@ def test_same_seed_same_training():
         hist = train_seq2seq(model, train, val=train[:20], steps=6, batch_size=8, eval_every=3)
         runs.append(hist["train_loss"])
     assert runs[0] == runs[1]
+
+
+def test_log_every_and_kept_weights_change_nothing_in_the_run():
+    """The loss logged more often than the evaluations, weights kept after step 3: the run
+    ends with the same weights as a plain one, and the kept weights are those of a run
+    stopped at step 3 of the same schedule."""
+    train, val = D.generate(200, seed=1, n_dates=(1, 2)), D.generate(10, seed=2)
+    runs = {}
+    for name, kw in {"plain": {"eval_every": 2},
+                     "logged": {"eval_every": 6, "log_every": 2, "keep_weights_at": [3]},
+                     "stopped": {"eval_every": 3, "steps": 3, "schedule_steps": 6}}.items():
+        model = _model(None)
+        runs[name] = model, train_seq2seq(model, train, val=val, **{"steps": 6, "batch_size": 8,
+                                                                    **kw})
+    (plain, p_hist), (logged, l_hist), (stopped, _) = runs.values()
+    assert l_hist["step"] == p_hist["step"] == [2, 4, 6] and l_hist["eval_step"] == [0, 6]
+    assert l_hist["train_loss"] == p_hist["train_loss"]
+    torch.testing.assert_close(logged.state_dict(), plain.state_dict(), rtol=0, atol=0)
+    assert list(l_hist["weights"]) == [3] and p_hist["weights"] == {}
+    torch.testing.assert_close(l_hist["weights"][3], stopped.state_dict(), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="log_every"):
+        train_seq2seq(_model(None), train, val=val, steps=2, batch_size=8, log_every=0)
+    with pytest.raises(ValueError, match="keep_weights_at"):
+        train_seq2seq(_model(None), train, val=val, steps=2, batch_size=8, keep_weights_at=[3])
+
+
+def test_runs_in_two_threads_match_runs_one_after_the_other():
+    """Notebook 03 builds its models one by one (the global seed sets their weights), then
+    trains them two at a time, one per thread: each run draws its batches from its own
+    generator, so the numbers are those of the runs made one after the other."""
+    train, val = D.generate(200, seed=1, n_dates=(1, 2)), D.generate(10, seed=2)
+
+    def build(seed):
+        torch.manual_seed(seed)
+        return Seq2Seq.for_dates(attention="additive", emb_size=8, hidden_size=16)
+
+    def run(seed_model):
+        seed, model = seed_model
+        hist = train_seq2seq(model, train, val=val, steps=4, batch_size=8, seed=seed,
+                             eval_every=2)
+        return hist["train_loss"], model.state_dict()
+
+    one_by_one = [run((seed, build(seed))) for seed in (0, 1, 2)]
+    models = [(seed, build(seed)) for seed in (0, 1, 2)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        threaded = list(pool.map(run, models))
+    for (loss_a, weights_a), (loss_b, weights_b) in zip(one_by_one, threaded, strict=True):
+        assert loss_a == loss_b
+        torch.testing.assert_close(weights_a, weights_b, rtol=0, atol=0)
 
 
 def test_schedule_steps_sets_the_cosine_length():
