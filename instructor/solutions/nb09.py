@@ -23,16 +23,6 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
-def longest_match(sample: str, corpus: str) -> int:
-    """Length of the longest piece of sample that occurs verbatim in corpus."""
-    best = 0
-    for start in range(len(sample)):
-        # only a piece longer than the best so far is worth looking for
-        while start + best < len(sample) and sample[start : start + best + 1] in corpus:
-            best += 1
-    return best
-
-
 def temperature() -> float:
     """Probability of token 0 for ``TEMPERATURE_LOGITS`` at ``TEMPERATURE`` (3 decimals)."""
     logits = torch.tensor(TEMPERATURE_LOGITS, dtype=torch.float64)
@@ -102,7 +92,6 @@ SOLUTIONS = {
     "09.top_p": lambda: top_p_filter,
     "09.temperature": temperature,
     "09.capitals": case_truth,
-    "09.longest_match": lambda: longest_match,
 }
 
 MODEL_ANSWERS = {

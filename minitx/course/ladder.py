@@ -6,11 +6,10 @@
     feed-forward   + a position-wise MLP after attention
     residual + LN  + residual connections and pre-LayerNorm around both
     positions      + learned position embeddings (every rung before has none)
-    GPT            the course's GPT with the ``cpu`` preset's shape and optimiser
 
 Every rung sees the same batches, the same number of training tokens and the same
-evaluation batches (``minitx.train.trainer.Trainer`` with the one recipe :func:`ladder_recipe`,
-on whatever device), so the ladder of validation losses measures what each piece buys on
+evaluation batches (:func:`train_rung`: ``minitx.train.trainer.Trainer`` with the one recipe
+:func:`ladder_recipe`), so the ladder of validation losses measures what each piece buys on
 this data and budget.
 """
 
@@ -22,11 +21,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from minitx.data.batches import BlockBatches
 from minitx.nn import generation
 from minitx.nn.attention import MultiHeadAttention
 from minitx.nn.modes import evaluating
 from minitx.nn.transformer import FeedForward, LayerNorm, LearnedPositions
 from minitx.train.presets import Preset, get_preset
+from minitx.train.runtime import Runtime, plan_runtime
+from minitx.train.trainer import Trainer
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,36 @@ def counted_bigram(train_ids: Tensor, vocab_size: int, block_size: int) -> Ladde
     return model
 
 
+def train_rung(
+    rung: Rung,
+    train_data: Tensor,
+    val_data: Tensor,
+    vocab_size: int,
+    max_steps: int = 800,
+    seed: int | None = None,
+    runtime: Runtime | None = None,
+) -> Trainer:
+    """Train one rung with :func:`ladder_recipe` ``(max_steps, seed)`` on windows of
+    ``train_data`` (N,) long, scored on the recipe's fixed batches of ``val_data``. The initial
+    weights come from ``torch.manual_seed(seed or 0)``; ``seed`` None keeps the recipe's own
+    batches. ``runtime`` defaults to one CPU thread without compiling (the models are tiny).
+    Returns the :class:`~minitx.train.trainer.Trainer`: its ``history``, ``last_val_loss``
+    and ``get_batch`` (the same batches for another model)."""
+    if not isinstance(rung, Rung):
+        raise TypeError(f"rung must be a Rung, got {type(rung).__name__}")
+    recipe = ladder_recipe(max_steps=max_steps, seed=seed)
+    config = recipe.gpt_config(vocab_size)
+    runtime = plan_runtime("cpu", threads=1, compile=False) if runtime is None else runtime
+    torch.manual_seed(seed or 0)  # the initial weights
+    model = LadderModel(rung, vocab_size, config.block_size, n_embd=config.n_embd,
+                        n_layer=config.n_layer)
+    batches = BlockBatches(train_data, val_data, config.block_size, recipe.train.batch_size,
+                           runtime.device)
+    trainer = Trainer(model, recipe.train, batches, runtime=runtime, progress=False)
+    trainer.train()
+    return trainer
+
+
 class LadderBlock(nn.Module):
     """Causal multi-head attention, then (optionally) a feed-forward layer; with
     ``residual_norm`` each is wrapped as x + f(LayerNorm(x)) (pre-LN, as in GPT).
@@ -99,13 +131,14 @@ class LadderBlock(nn.Module):
             self.ln1, self.ln2 = LayerNorm(n_embd, fused=True), LayerNorm(n_embd, fused=True)
 
     def forward(self, x: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        ffn = self.ffn or nn.Identity()
-        if self.rung.residual_norm:
-            a, w = self.attn(self.ln1(x), need_weights=need_weights, is_causal=True)
-            x = x + a
-            return (x + ffn(self.ln2(x)) if self.ffn is not None else x), w
-        a, w = self.attn(x, need_weights=need_weights, is_causal=True)
-        return ffn(a), w
+        if not self.rung.residual_norm:  # each layer replaces x
+            x, w = self.attn(x, need_weights=need_weights, is_causal=True)
+            return (self.ffn(x) if self.ffn is not None else x), w
+        a, w = self.attn(self.ln1(x), need_weights=need_weights, is_causal=True)  # x + f(LN(x))
+        x = x + a
+        if self.ffn is not None:
+            x = x + self.ffn(self.ln2(x))
+        return x, w
 
 
 class LadderModel(nn.Module):
@@ -162,4 +195,5 @@ class LadderModel(nn.Module):
             )
 
 
-__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "counted_bigram", "ladder_recipe"]
+__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "counted_bigram", "ladder_recipe",
+           "train_rung"]

@@ -1,4 +1,5 @@
-"""Loss estimates, repetition, verbatim matches, occlusion and the sampling widget."""
+"""Loss estimates, repetition, verbatim matches, occlusion, generation timing and the
+sampling widget."""
 
 from __future__ import annotations
 
@@ -196,6 +197,37 @@ def test_occlusion_of_a_token_equal_to_replacement_is_zero(tiny):
     idx = torch.tensor([tok.encode("a a")])
     imp = A.occlusion_importance(model, idx, tok.encode(" ")[0])
     assert imp[1].item() == 0.0
+
+
+# ---------------------------------------------------------------- generation timing
+def test_generation_ms_per_token_times_both_versions(tiny, monkeypatch):
+    """One entry per length and version; every call generates the asked number of tokens,
+    the versions alternated; the model's thread setting comes back."""
+    model, tok = tiny
+    calls = []
+    generate = model.generate
+
+    def counted(idx, n, **kw):
+        calls.append((n, kw["use_cache"]))
+        return generate(idx, n, **kw)
+
+    monkeypatch.setattr(model, "generate", counted)
+    before = torch.get_num_threads()
+    ms = A.generation_ms_per_token(model, torch.tensor([tok.encode("ab")]), [3, 10], repeats=2)
+    assert set(ms) == {"without cache", "with cache"}
+    assert all(len(v) == 2 and all(t > 0 for t in v) for v in ms.values())
+    assert calls == [(3, True), (3, False), (3, False), (3, True),
+                     (10, True), (10, False), (10, False), (10, True)]
+    assert torch.get_num_threads() == before
+
+
+def test_generation_ms_per_token_rejects_bad_input(tiny):
+    model, tok = tiny
+    idx = torch.tensor([tok.encode("ab")])
+    with pytest.raises(ValueError, match="lengths must be ints >= 1"):
+        A.generation_ms_per_token(model, idx, [0])
+    with pytest.raises(ValueError, match="repeats must be an int >= 1"):
+        A.generation_ms_per_token(model, idx, [2], repeats=0)
 
 
 # ---------------------------------------------------------------- sampling widget

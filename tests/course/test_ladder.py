@@ -8,7 +8,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from minitx.course.ladder import RUNGS, LadderModel, Rung, counted_bigram, ladder_recipe
+from minitx.course.ladder import (
+    RUNGS,
+    LadderModel,
+    Rung,
+    counted_bigram,
+    ladder_recipe,
+    train_rung,
+)
 from minitx.data.batches import BlockBatches
 from minitx.train.presets import get_preset
 from minitx.train.trainer import TrainConfig, Trainer
@@ -138,3 +145,19 @@ def test_counted_bigram_is_the_cross_entropy_of_add_one_counts():
     torch.manual_seed(0)
     other = LadderModel(RUNGS[0], 3, 11)
     assert other(ids[None, :-1], ids[None, 1:])[1] > loss
+
+
+def test_train_rung_trains_with_the_recipe_and_its_seed():
+    """The same seed gives the same run; another seed other batches and weights; the
+    trainer's batches score another model on the same validation windows."""
+    data = torch.tensor([ord(c) - 32 for c in "to be, or not to be: that is the question. " * 40])
+    train, val = data[:1400], data[1400:]
+    runs = [train_rung(RUNGS[0], train, val, 96, max_steps=30, seed=s) for s in (None, None, 3)]
+    assert runs[0].last_val_loss == runs[1].last_val_loss != runs[2].last_val_loss
+    assert runs[0].history["eval_step"][-1] == 30
+    assert runs[0].config == ladder_recipe(max_steps=30).train
+    counted = Trainer(counted_bigram(train, 96, 32), runs[0].config, runs[0].get_batch,
+                      runtime=runs[0].runtime, progress=False)
+    assert counted.evaluate()["val"] < runs[0].last_val_loss
+    with pytest.raises(TypeError, match="rung must be a Rung"):
+        train_rung("bigram", train, val, 96)

@@ -11,8 +11,6 @@ import torch
 from exercise_cases import Case, solution, wrong, wrong_answers
 from minitx.course.exercises import answers
 from minitx.course.exercises.seal import canonical, seal
-from minitx.data import text_stats
-from minitx.data.text_stats import longest_verbatim_match, match_lengths
 from minitx.nn import generation
 from minitx.nn.generation import filter_logits, top_p_filter
 
@@ -138,65 +136,8 @@ def kept_values_only(logits, p):
 
 
 @wrong("09.top_p", "ZeroDivisionError")
-@wrong("09.longest_match", "ZeroDivisionError")
 def raises(logits, p):
     return 1 / 0
-
-
-# ---- 09.longest_match -------------------------------------------------------------------
-
-
-def longest_by_numpy(sample, corpus):
-    """Right, returning a NumPy integer: for each start, the longest piece found there."""
-    lengths = np.zeros(len(sample) + 1, dtype=np.int64)
-    for i in range(len(sample)):
-        n = 0
-        while i + n < len(sample) and sample[i : i + n + 1] in corpus:
-            n += 1
-        lengths[i] = n
-    return lengths.max()
-
-
-def longest_as_tensor(sample, corpus):
-    """Right, returning a 0-d integer tensor: grow the window while it occurs."""
-    best = torch.tensor(0)
-    for i in range(len(sample)):
-        for j in range(i + int(best) + 1, len(sample) + 1):
-            if sample[i:j] not in corpus:
-                break
-            best = torch.tensor(j - i)
-    return best
-
-
-def longest_by_brute_force(sample, corpus):
-    """Right: every piece of the sample, longest first."""
-    for n in range(len(sample), 0, -1):
-        if any(sample[i : i + n] in corpus for i in range(len(sample) - n + 1)):
-            return n
-    return 0
-
-
-@wrong("09.longest_match", "start anywhere")
-def longest_prefix_only(sample, corpus):
-    n = 0
-    while n < len(sample) and sample[: n + 1] in corpus:
-        n += 1
-    return n
-
-
-@wrong("09.longest_match", "no piece of the sample that long")
-def whole_sample(sample, corpus):
-    return len(sample)
-
-
-@wrong("09.longest_match", "return an int")
-def a_float(sample, corpus):
-    return 1.0
-
-
-@wrong("09.longest_match", "a longer piece")
-def one_short(sample, corpus):
-    return max(0, longest_by_brute_force(sample, corpus) - 1)
 
 
 # ---- cheats: the package's own pieces, however reached; each must be refused ----------
@@ -237,29 +178,10 @@ def top_p_by_attribute(logits, p):
     return torch.where(torch.isfinite(kept), logits, kept)
 
 
-def longest_two_lines(sample, corpus):
-    match = longest_verbatim_match(sample, corpus)
-    return int(match.length)
-
-
-def longest_by_match_lengths(sample, corpus):
-    return int(match_lengths(sample, corpus).max(initial=0))
-
-
-def longest_by_getattr(sample, corpus):
-    module = importlib.import_module("minitx.data." + "text_stats")
-    return int(getattr(module, "match_" + "lengths")(sample, corpus).max(initial=0))
-
-
 CHEATS = {
     "09.top_p": (top_p_filter, top_p_one_line, top_p_two_lines, top_p_plus_zero, top_p_clone,
                  top_p_double, top_p_by_filter_logits, top_p_by_getattr, top_p_by_attribute,
                  lambda logits, p: (*tuple([top_p_filter(logits, p)]),)[-1]),
-    "09.longest_match": (longest_verbatim_match, longest_two_lines, longest_by_match_lengths,
-                         longest_by_getattr,
-                         lambda s, c: longest_verbatim_match(s, c).length,  # one line
-                         lambda s, c: text_stats.longest_verbatim_match(str(s), c).length + 0,
-                         lambda s, c: float(longest_verbatim_match(s, c).length)),
 }
 
 
@@ -303,10 +225,6 @@ CASES: dict[str, Case] = {
             ({"upper": "e", "lower": "b"}, "upper: answer with one letter"),
             ({"upper": "d", "lower": 4}, "lower: answer with one letter"),
         ),
-    ),
-    "09.longest_match": Case(
-        right=(longest_by_brute_force, longest_by_numpy, longest_as_tensor),
-        wrong=wrong_answers("09.longest_match", (5, "a function")),
     ),
 }
 
@@ -377,20 +295,8 @@ def capitals_by_an_independent_measurement():
     assert seal("09.capitals", canonical({"upper": "d", "lower": "b"})) == nb09._CAPITALS
 
 
-def longest_match_by_hand():
-    """The checker's reference and the instructor's solution against a brute force."""
-    from minitx.course.exercises import nb09
-
-    mine = solution("09.longest_match")
-    assert mine("a cat on a mat, the dog sat", "the cat sat on the mat") == 6  # "at on "
-    for sample, corpus in nb09._match_cases():
-        want = longest_by_brute_force(sample, corpus)
-        assert mine(sample, corpus) == want == longest_verbatim_match(sample, corpus).length
-
-
 VALUE_CHECKS = [
     temperature_by_hand,
     top_p_cases_by_hand,
     capitals_by_an_independent_measurement,
-    longest_match_by_hand,
 ]

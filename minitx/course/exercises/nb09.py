@@ -1,5 +1,5 @@
-"""Exercises of notebook 09 (what each piece of a GPT buys): decoding, a change of case,
-memorisation, and what a small model shows of the harms of large ones.
+"""Exercises of notebook 09 (what each piece of a GPT buys): decoding, a change of case, and
+what a small model shows of the harms of large ones.
 
 The module holds no answer and no function that computes one: a prediction or a hand
 computation is checked against the seal of its answer (:mod:`~minitx.course.exercises.seal`),
@@ -13,23 +13,15 @@ random numbers.
 from __future__ import annotations
 
 import math
-import random
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from minitx.course.exercises import exercise, teaching_notes, think
-from minitx.course.exercises.checks import (
-    compare,
-    compute,
-    first_hint,
-    implement,
-    keyed_letters,
-)
-from minitx.course.exercises.plain import numbers, plain_number
+from minitx.course.exercises.checks import compare, compute, implement, keyed_letters
+from minitx.course.exercises.plain import numbers
 from minitx.course.exercises.seal import check_sealed
-from minitx.data.text_stats import longest_verbatim_match
 from minitx.nn.generation import top_p_filter
 
 TEMPERATURE_LOGITS = (2 * math.log(6), 0.0, 0.0)  # [2 ln 6, 0, 0]
@@ -212,66 +204,6 @@ def _capitals(answer: Any) -> str | None:
     }, "09.capitals")
 
 
-# ---- implement: the memorisation yardstick -------------------------------------------------
-
-
-def _match_cases() -> list[tuple[str, str]]:
-    """(sample, corpus) pairs: hand-made ones, edge cases and random strings."""
-    rng = random.Random(8)
-    cases = [
-        ("a cat on a mat, the dog sat", "the cat sat on the mat"),
-        ("xyz", "abc"),
-        ("abc", ""),
-        ("", "abc"),
-        ("to be or not", "to be or not"),
-        ("aaab", "aaaa"),
-        ("zzzhello", "say hello"),
-    ]
-    for _ in range(20):
-        corpus = "".join(rng.choice("ab c") for _ in range(rng.randint(1, 80)))
-        sample = "".join(rng.choice("abc d") for _ in range(rng.randint(1, 40)))
-        cases.append((sample, corpus))
-    return cases
-
-
-def _match_hint(got: Any, sample: str, corpus: str,
-                _reference: Any = longest_verbatim_match) -> str | None:
-    """What is wrong with ``got``, a learner's longest match of ``sample`` in ``corpus``
-    (an int of any plain type: a NumPy or 0-d tensor integer too)."""
-    number = plain_number(got)
-    if not isinstance(number, int):
-        return f"return an int, got {type(got).__name__}"
-    got, expected = number, _reference(sample, corpus).length
-    case = f"for sample={sample!r} and corpus={corpus!r} you return {got}"
-    if got < expected:
-        prefix = 0
-        while prefix < len(sample) and sample[: prefix + 1] in corpus:
-            prefix += 1
-        if got == prefix:
-            return (
-                f"{case}, but a longer piece of the sample occurs in the corpus: a "
-                "piece may start anywhere in the sample, not only at its start"
-            )
-        return f"{case}, but a longer piece of the sample occurs in the corpus"
-    if got > expected:
-        return f"{case}, but no piece of the sample that long occurs in the corpus"
-    return None
-
-
-@implement(
-    "09.longest_match",
-    "Write longest_match(sample, corpus) that returns the length (an int) of the longest "
-    "piece of sample (a run of consecutive characters, starting anywhere) that occurs "
-    "verbatim somewhere in corpus; 0 if none does. Answer with the function.",
-    forbid=(
-        "minitx.data.text_stats.longest_verbatim_match",
-        "minitx.data.text_stats.match_lengths",
-    ),
-)
-def _longest_match(answer: Any) -> str | None:
-    return first_hint(answer, _match_cases(), _match_hint)
-
-
 # ---- open question -------------------------------------------------------------------------
 
 
@@ -289,7 +221,7 @@ think(
 teaching_notes(
     "09",
     60,
-    "top_p capitals longest_match harms",
+    "top_p capitals harms",
     goals=(
         "Read an ablation ladder fairly: the same batches and budget for every rung, a "
         "counted optimum beside the trained baseline, gaps judged against the seed spread, "
