@@ -15,6 +15,7 @@ compared per character of the same text, not per token.
     matched_steps       steps that give a config the FLOPs of another's run
     train_run           train one model on ids with one seed; a :class:`Run`
     total_nats          the summed cross-entropy over every token of a text but the first
+    bigram_nats         the same sum for a counted bigram table, the baseline of both models
     spread_table        mean and spread (max - min over seeds) of bits per character
     token_pieces        what each token of a text stands for, as text
     tokens_html         a text with its tokens coloured, for a notebook
@@ -109,6 +110,28 @@ def total_nats(model: GPT, ids: Tensor, batch_size: int = 64) -> float:
         total += nats.sum()
     model.train(was)
     return float(total)
+
+
+def bigram_nats(train_ids: Tensor, val_ids: Tensor, vocab_size: int,
+                smoothing: float = 0.1) -> float:
+    """The baseline of :func:`total_nats`: a bigram table counted on ``train_ids`` (N,), the
+    next token from the current one only, each count plus ``smoothing`` so that no pair has
+    probability 0 (notebook 09's ``counted_bigram`` adds 1). Returns the nats summed over
+    every token of ``val_ids`` (M,) but the first, in float64, no training."""
+    for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
+        if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.numel() < 2:
+            got = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+            raise ValueError(f"{name} must be a 1-D tensor of at least 2 token ids, got {got}")
+        if ids.min() < 0 or ids.max() >= vocab_size:
+            raise ValueError(f"{name} must hold ids in [0, {vocab_size}), got ids from "
+                             f"{int(ids.min())} to {int(ids.max())}")
+    if isinstance(smoothing, bool) or not isinstance(smoothing, int | float) or smoothing <= 0:
+        raise ValueError(f"smoothing must be a number > 0, got {smoothing!r}")
+    pairs = train_ids[:-1].long() * vocab_size + train_ids[1:]
+    counts = torch.bincount(pairs, minlength=vocab_size * vocab_size).double()
+    counts = counts.view(vocab_size, vocab_size) + smoothing  # (V, V): row a counts a's next
+    log_p = counts.log() - counts.sum(1, keepdim=True).log()
+    return float(-log_p[val_ids[:-1], val_ids[1:]].sum())
 
 
 @dataclass
@@ -239,6 +262,7 @@ __all__ = [
     "KINDS",
     "Run",
     "TokenViewer",
+    "bigram_nats",
     "comparison_recipe",
     "flops_per_token",
     "matched_steps",

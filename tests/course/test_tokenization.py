@@ -80,6 +80,21 @@ def test_total_nats_scores_every_token_but_the_first_once():
         tz.total_nats(model, torch.zeros(1, dtype=torch.long))
 
 
+def test_bigram_nats_by_hand():
+    train, val = torch.tensor([0, 1, 0, 1, 1]), torch.tensor([0, 1, 1, 0])
+    # counts: 0 -> 1 twice; 1 -> 0 once, 1 -> 1 once; plus 0.5 each on a vocabulary of 2
+    p01, p11, p10 = 2.5 / 3, 1.5 / 3, 1.5 / 3
+    want = -(math.log(p01) + math.log(p11) + math.log(p10))
+    assert tz.bigram_nats(train, val, 2, smoothing=0.5) == pytest.approx(want, rel=1e-12)
+    assert tz.bigram_nats(train, val, 3, smoothing=0.5) > want  # a third token takes mass
+    with pytest.raises(ValueError, match=r"ids in \[0, 2\)"):
+        tz.bigram_nats(train, torch.tensor([0, 2]), 2)
+    with pytest.raises(ValueError, match="val_ids must be a 1-D tensor"):
+        tz.bigram_nats(train, torch.tensor([1]), 2)
+    with pytest.raises(ValueError, match="smoothing"):
+        tz.bigram_nats(train, val, 2, smoothing=0)
+
+
 def _run(kind: str, seed: int, bits: float) -> tz.Run:
     return tz.Run(kind, seed, 10, None, bits * 100 * math.log(2), 100, 1.0 + seed)
 

@@ -232,6 +232,7 @@ CASES = {
             ((3.32, 2.69), "the order (BPE, characters)"),
             ((2.60, 3.32), "first the nats of the whole text"),
             ("2.69, 3.32", "answer with numbers"),
+            (("2.69", "3.32"), "numbers, not strings"),
             (2.69, "a list of 2 numbers"),
             ((2.69, 3.32, 0.0), "give 2 numbers"),
         ),

@@ -213,6 +213,8 @@ _BITS_MISTAKES = {
     kind="compute",
 )
 def _bits(answer: Any) -> str | None:
+    if type(answer) in (tuple, list) and any(isinstance(v, str) for v in answer):
+        return "answer with numbers, not strings: a pair such as (1.23, 4.56)"
     return check_sealed(
         "12.bits", answer, _BITS, count=2, decimals=2, atol=0.005, hints=_BITS_MISTAKES,
         advice="first the nats of the whole text (the loss per token times the tokens), then "
@@ -234,7 +236,7 @@ think(
 
 teaching_notes(
     "12",
-    60,
+    69,
     "capitals merge_step bits budget",
     goals=(
         "Explain why a language model reads neither characters nor whole words, and how "
