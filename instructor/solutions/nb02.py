@@ -9,9 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from minitx.course.gradients import gradient_norms_by_distance
-from minitx.nn.rnn import LSTM, RNN, LSTMCell
+from minitx.nn.rnn import RNN, LSTMCell
 
-LSTM_SIZES = (10, 20)  # input_size, hidden_size
 FORGET, STEPS = 0.9, 20
 HIDDEN_SIZES = (32, 256)
 CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
@@ -69,10 +68,6 @@ def cnn_reach_truth() -> str:
     return "c" if first == second else "a" if first > second else "b"
 
 
-def lstm_params() -> int:
-    return sum(p.numel() for p in LSTM(*LSTM_SIZES).parameters())
-
-
 def forget_fraction() -> float:
     """c_STEPS / c_0 for an LSTM cell whose forget gate is FORGET and whose candidate is 0."""
     cell = LSTMCell(1, 1).double()
@@ -102,7 +97,6 @@ SOLUTIONS = {
     "02.hidden_size": hidden_size_truth,
     "02.cnn_reach": cnn_reach_truth,
     "02.lstm_step": lambda: lstm_step,
-    "02.lstm_params": lstm_params,
     "02.forget_gate": lambda: round(forget_fraction(), 4),
 }
 

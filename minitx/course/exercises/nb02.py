@@ -10,7 +10,6 @@ from minitx.course.exercises.checks import compare, implement, predict
 from minitx.course.exercises.seal import check_sealed
 from minitx.nn.rnn import LSTMCell
 
-LSTM_SIZES = (10, 20)  # input_size, hidden_size
 FORGET, STEPS = 0.9, 20
 HIDDEN_SIZES = (32, 256)
 CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
@@ -19,20 +18,13 @@ CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
 # solutions (instructor/solutions/nb02.py), and of known mistakes; the package keeps no answer.
 _HIDDEN_SIZE = "5100582bb701f84576e971172a9be651b9725d0b"
 _CNN_REACH = "420e036cf2a6ae1de98ae8492be557b3bfdf5353"
-_LSTM_PARAMS = "1cfb9287ea7a5750c495a2cb44d846ec2b58f4ff"
-_LSTM_PARAMS_MISTAKES = {
-    "def5439515260d7c0cfa8a55fcb6ba3013301397": "an LSTM has four gate blocks (i, f, g, o), "
-    "each with its own weights",
-    "1c74be9c8dbb6cb461c7981193e16391034262c8": "count both bias vectors, bias_ih and bias_hh, "
-    "each of size 4 * hidden_size",
-    "ec0a4c6744b8f31056001c0a9911b175e610a765": "count both bias vectors, bias_ih and bias_hh, "
-    "each of size 4 * hidden_size",
-}
 _FORGET_GATE = "c3b9c911b7921f43b352fc95c220cc3f95c9c892"  # 3 decimals
 _ADDS = "the forget gate multiplies the cell state at every step; it does not add"
 _FORGET_GATE_MISTAKES = {
     "77c672187e6c52da0e61f75db3bbbc3e8ef3387d": _ADDS,  # f * STEPS
     "9dd7798682f3fa70ef4d9362416958feabae3976": _ADDS,  # 1 - (1 - f) * STEPS
+    # the answer rounded to 2 decimals
+    "e689f0db6e239e13c20fb94793576113391fb210": "give the fraction to 3 decimals, not 2",
 }
 
 
@@ -143,26 +135,10 @@ def _(fn, _reference=lstm_cell_step):
 
 
 @exercise(
-    "02.lstm_params",
-    f"How many trainable numbers does minitx.nn.rnn.LSTM({LSTM_SIZES[0]}, {LSTM_SIZES[1]}) hold "
-    "(weight_ih, weight_hh, bias_ih, bias_hh)? Give an int.",
-    kind="compute",
-)
-def _(answer):
-    return check_sealed(
-        "02.lstm_params",
-        answer,
-        _LSTM_PARAMS,
-        hints=_LSTM_PARAMS_MISTAKES,
-        advice="weight_ih is (4H, C) and weight_hh is (4H, H); add the two biases of size 4H",
-    )
-
-
-@exercise(
     "02.forget_gate",
     f"An LSTM cell's forget gate stays at f = {FORGET} and its candidate g is 0 at every step. "
     f"What fraction of the starting cell state c_0 is left after {STEPS} steps (c_{STEPS} / "
-    "c_0)? Give a float.",
+    "c_0)? Give a float to 3 decimals.",
     kind="compute",
 )
 def _(answer):
@@ -201,7 +177,8 @@ teaching_notes(
         "and explain the measured rate from the measured tanh' and gain of W_hh; explain the "
         "LSTM's additive cell state, its forget gate, and gradient clipping.",
         "Run a fair comparison: equal parameter counts, default initialisation first, one "
-        "named intervention (the forget-gate bias), several seeds with their spread.",
+        "named intervention (the forget-gate bias), a learning rate tuned for each model on "
+        "validation accuracy, the same budget and seeds, the spread shown.",
         "Measure the two limits that attention removes: the RNN's sequential chain and the "
         "convolution's fixed window.",
     ),
@@ -212,8 +189,9 @@ teaching_notes(
         "stays about the same.",
         "An LSTM cannot forget; its forget gate multiplies the cell state at every step.",
         "An LSTM out of the box remembers longer than an RNN; at default initialisation and "
-        "equal parameters it stayed at chance on gap 20 where the RNN partly learned, and "
-        "the forget-gate bias made the difference.",
+        "equal parameters it stayed at chance on gap 20 at every learning rate tried, where "
+        "the tuned RNN learned it in 3 runs of 8; with the forget-gate bias at 2 it learned it "
+        "in 8 of 8.",
         "A bigger batch makes a recurrent network's steps run in parallel; it parallelises "
         "across sequences, never across time.",
     ),
