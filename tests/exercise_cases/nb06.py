@@ -120,7 +120,7 @@ CASES: dict[str, Case] = {
     ),
     "06.swap_heads": prediction(
         ("(a)", "A."),
-        {"b": "not what the experiment shows", "(c)": "slot number"},
+        {"b": "not what the experiment shows", "(c)": "one term per head"},
         never=("same", "unchanged"),
     ),
 }

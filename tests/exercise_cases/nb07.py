@@ -106,17 +106,18 @@ CASES: dict[str, Case] = {
         ("(b)", "B."), {"a": "not what the experiment shows", "(c)": "second block"}
     ),
     "07.block_params": Case(
-        right=(12 * 48 * 48 + 13 * 48, 28272.0, np.int64(28272), torch.tensor(28272)),
+        right=(25168, 25168.0, np.int64(25168), torch.tensor(25168)),
         wrong=(
-            (4 * 48 * 48 + 2 * 48 * 192, "bias"),
-            (4 * 48 * 48 + 4 * 48 + 2 * 48 * 192 + 192 + 48, "left out the two"),
-            (4 * 48 * 48 + 4 * 48 + 2 * 48 * 192 + 192 + 48 + 96, "each of the two"),
-            (4 * (4 * 48 * 48 + 4 * 48) + 2 * 48 * 192 + 192 + 48 + 4 * 48, "number of heads"),
+            (4 * 48 * 48 + 2 * 48 * 160, "bias"),
+            (4 * 48 * 48 + 4 * 48 + 2 * 48 * 160 + 160 + 48, "left out the two"),
+            (4 * 48 * 48 + 4 * 48 + 2 * 48 * 160 + 160 + 48 + 96, "each of the two"),
+            (4 * (4 * 48 * 48 + 4 * 48) + 2 * 48 * 160 + 160 + 48 + 4 * 48, "number of heads"),
+            (12 * 48 * 48 + 13 * 48, "d_ff = 160"),  # the d_ff = 4 d formula
             (12345, "two LayerNorms"),
-            (28272.5, "whole number"),
-            ("28272", "whole number"),
+            (25168.5, "whole number"),
+            ("25168", "whole number"),
         ),
-        never=("28272",),
+        never=("25168",),
     ),
 }
 
@@ -163,7 +164,9 @@ def check_nb07_expected_values_agree_with_independent_computations():
         assert torch.allclose(
             sinusoidal_positions(T, d, dtype=torch.float64), table_with_loops(T, d), atol=1e-12
         )
-    assert expected_block_params(48, 4, 192) == 12 * 48**2 + 13 * 48
+    assert expected_block_params(48, 4, 192) == 12 * 48**2 + 13 * 48  # d_ff = 4 d
+    attention, ffn, norms = 4 * 48 * 48 + 4 * 48, 48 * 160 + 160 + 160 * 48 + 48, 4 * 48
+    assert expected_block_params() == attention + ffn + norms == 25168  # the exercise's block
     real = TransformerBlock(16, 2, 40)
     assert expected_block_params(16, 2, 40) == sum(p.numel() for p in real.parameters())
 

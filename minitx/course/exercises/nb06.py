@@ -163,8 +163,8 @@ predict(
     "retrained. What happens?",
     SWAP_CHOICES,
     _SWAP,
-    "not what the experiment shows: follow one head's output from its rows of W_Q, "
-    "W_K, W_V to its columns of W_O, and ask whether its slot number is used anywhere",
+    "not what the experiment shows: write the layer's output as a sum of one term per head, "
+    "and see what the swap does to that sum",
 )
 
 
@@ -172,7 +172,8 @@ think(
     "06.why_heads",
     "Eight heads of d_k = 8 have exactly as many parameters as one head of width 64. What can "
     "the eight heads do that the single wide head cannot, and what does each of them give up? "
-    "Use the relation task: could one head per layer answer both questions at every position?",
+    "Use the relation task: why did one head per layer learn both questions more slowly than "
+    "two (section 6)?",
 )
 
 
@@ -185,8 +186,8 @@ teaching_notes(
         "project with W_O; explain why the parameter count does not depend on h.",
         "Check a from-scratch module against nn.MultiheadAttention, flipping the mask "
         "convention (PyTorch: True = blocked).",
-        "Measure head specialisation on a task with two relations, over six seeds, and test "
-        "it by ablation.",
+        "Measure head specialisation on a task with two relations, over six seeds, test it "
+        "by ablation, and compare one head with two at equal size and steps.",
         "Use the same module for cross-attention (queries from one sequence, keys and values "
         "from another).",
     ),

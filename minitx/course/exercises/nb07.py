@@ -24,16 +24,19 @@ from minitx.nn.positions import sinusoidal_positions
 PE_CASES = ((4, 6), (1, 2), (50, 16), (9, 64), (3, 2))
 _NO_POSITIONS = "018ee4f07ae742b1cd66782fabf4dff444db8c66"
 _WINDOW = "b350043e95f7b80adfcc641656a2ae311147b4ea"
-_BLOCK_PARAMS = "70ad1aeee6311dfecfc770d7313972ce53ff8c33"
+_BLOCK_PARAMS = "0f610094babd1cb74519cd0ecc225b40000d708f"
 _BLOCK_HINTS = {
-    "a6d5e99c62a1589f3c893113a84da9b10d77c074":
+    "8d7474b34c1db6a245ed87d6e38db37fa74d8d07":
         "close: every Linear has a bias, and each LayerNorm a weight and a bias",
-    "c4e9a24099e03396522aaa408f840298fc13e975":
+    "9e265ab4cad83fca449cfe29d677c6758f23be5d":
         "you left out the two LayerNorms (a weight and a bias of size d_model each)",
-    "eef0d343d759005b80098cccbad03f8134b1c759":
+    "147e77fd3abaaecebc57ef5b87722ae816643943":
         "each of the two LayerNorms has d_model weights and d_model biases",
-    "9783863dcd6e88df2344e0fa842637ae190a6804":
+    "3fb51a065974a65dbe64bf9c2aaa030e8c6f839c":
         "the heads share W_Q, W_K, W_V, W_O: the number of heads does not change the count",
+    "70ad1aeee6311dfecfc770d7313972ce53ff8c33":
+        "12 d^2 + 13 d holds only when d_ff = 4 d_model; here d_ff = 160: count the two "
+        "feed-forward layers with it",
 }
 # The package's sinusoidal table, where it is defined and where the notebooks import it from,
 # and the model that builds one.
@@ -123,7 +126,7 @@ predict(
 @exercise(
     "07.block_params",
     "How many parameters (weights and biases) does TransformerBlock(d_model=48, n_heads=4, "
-    "d_ff=192) have? Count attention, feed-forward and the two LayerNorms. Answer with an int.",
+    "d_ff=160) have? Count attention, feed-forward and the two LayerNorms. Answer with an int.",
     kind="compute",
 )
 def _block_params(answer: Any) -> str | None:
@@ -149,20 +152,23 @@ teaching_notes(
     "sinusoidal no_positions window_reach long_context",
     goals=(
         "Show that attention without positions is permutation-equivariant, and add positions: "
-        "sinusoidal (computed by hand), learned, and rotary (named).",
-        "Build the position-wise feed-forward network, LayerNorm and residual connections, and "
-        "assemble post-LN and pre-LN blocks equal to nn.TransformerEncoderLayer.",
+        "sinusoidal (computed by hand) and learned; name rotary ones (built in notebook 11).",
+        "Compute the position-wise feed-forward network and LayerNorm by hand, see why residual "
+        "connections keep gradients alive, and check post-LN and pre-LN blocks against "
+        "nn.TransformerEncoderLayer.",
         "Read a block as a residual stream: attention moves information between positions, "
         "the feed-forward network computes on each position.",
         "Count parameters of a block and a GPT, and predict the loss at step 0 (ln V).",
         "Measure attention's quadratic cost, compare honestly with an RNN (PyTorch's compiled "
-        "nn.RNN, not only a Python loop), and see what a context window and a sliding window "
-        "cost and lose.",
+        "nn.RNN, not only a Python loop; on one thread the RNN wins at long n, and its chain of "
+        "n steps is what parallel hardware cannot shorten), and see what a context window and "
+        "a sliding window cost and lose.",
     ),
     misconceptions=(
         "Attention knows word order by itself.",
         "LayerNorm, like batch normalisation, mixes the examples of a batch.",
-        "An RNN is cheaper because its operation count is O(n d^2).",
+        "Operation counts predict wall time: an RNN's O(n d^2) makes it far cheaper than "
+        "attention.",
         "A model notices, or says, when something falls outside its context window.",
     ),
 )
