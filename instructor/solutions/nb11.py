@@ -101,7 +101,7 @@ MODEL_ANSWERS = {
         "evaluating beyond the training length, as section 6 does, or on a task that needs "
         "an exact offset (copy the token 40 back). Scale of data: gains of a few percent "
         "(SwiGLU's) compound over a trillion tokens and are smaller than a seed spread over "
-        "150 steps; more seeds and longer runs shrink the spread until such a gap "
+        "120 steps; more seeds and longer runs shrink the spread until such a gap "
         "can show. Memory: GQA buys nothing in loss; its point is the KV cache, which "
         "decides how many long sequences fit on a GPU during generation, a cost that a "
         "training loss never shows."

@@ -5,6 +5,8 @@ cache's bytes per token."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -34,7 +36,8 @@ def test_each_variant_changes_one_switch_of_the_baseline():
 def test_the_recipe_is_the_cpu_preset_cut_down():
     recipe = mb.modern_recipe(30, seed=2)
     assert recipe.train.max_steps == 30 and recipe.train.seed == 2
-    assert recipe.train.batch_size == 16 and recipe.train.eval_interval == 30
+    assert recipe.train.batch_size == 16 and recipe.train.eval_interval == 15
+    assert mb.modern_recipe(1).train.eval_interval == 1
     with pytest.raises(ValueError, match="max_steps"):
         mb.modern_recipe(0)
 
@@ -46,6 +49,7 @@ def test_train_variant_is_reproducible_and_scored_on_the_same_windows():
     a = mb.train_variant("RMSNorm", 0, train, val, V, runtime, max_steps=3)
     b = mb.train_variant("RMSNorm", 0, train, val, V, runtime, max_steps=3)
     assert a.val_loss == b.val_loss and a.tokens_per_s > 0
+    assert a.decay_fall == b.decay_fall and math.isfinite(a.decay_fall)
     assert a.val_loss == mb.final_loss(a.model, val)
     assert a.parameters == a.model.num_parameters() and not a.model.training
 

@@ -126,8 +126,9 @@ teaching_notes(
         "Count a GPT's parameters from its sizes, and reconcile the count with another "
         "implementation's (nanoGPT leaves the position embeddings out of its count).",
         "Train a small GPT (Muon for the block matrices + AdamW, warmup-stable-decay, "
-        "clipping) and judge it against yardsticks: ln V for guessing and a counted bigram "
-        "model.",
+        "clipping) and judge it against yardsticks: ln V for guessing, a counted bigram "
+        "model, and the same model trained with AdamW alone at its best rate on the same "
+        "batches and steps (what Muon buys).",
         "Save, load and resume a checkpoint, and know what weights_only=True protects against.",
         "Account for a training run: tokens per second, FLOPs per token (6N plus attention), "
         "achieved GFLOP/s, and the memory of weights, optimiser state and activations.",

@@ -198,7 +198,7 @@ def _kv_cache(answer: Any) -> str | None:
 
 think(
     "11.small_scale",
-    "At 2 layers x 64 wide and 150 steps, some swaps in this notebook made no "
+    "At 2 layers x 64 wide and 120 steps, some swaps in this notebook made no "
     "difference that the seeds could separate. Give two reasons why the same swap could "
     "matter in a model of 7 billion parameters trained on a trillion tokens, and for one of "
     "them an experiment you could run on a laptop to test it.",
