@@ -26,7 +26,7 @@ HIDDEN = {
     "04.attention": Hidden(_attention_cases, atol=1e-5, points=3,
                            forbid=("minitx.nn.attention.scaled_dot_product_attention",)),
     "04.shapes": Hidden(atol=0.0),
-    "04.tiny": Hidden(atol=0.005, forbid=(
+    "04.tiny": Hidden(atol=0.01, forbid=(  # the key is a to 2 decimals: 4.15 to 4.17
         "minitx.nn.attention.scaled_dot_product_attention",
         "torch.nn.functional.scaled_dot_product_attention")),
 }

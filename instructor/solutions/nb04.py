@@ -51,29 +51,41 @@ def repeat_word_truth(d_model: int = 16) -> str:
     return "b" if cos > 1 - 1e-9 else "c" if cos < -1 + 1e-9 else "d"
 
 
-def shapes(n: int = 4, d_model: int = 6, d_k: int = 3, d_v: int = 3) -> dict:
-    """Run self-attention on tensors of these sizes and read off every shape."""
-    X = torch.ones(n, d_model)
+def shapes(n_q: int = 3, n_k: int = 5, d_model: int = 6, d_k: int = 4, d_v: int = 2) -> dict:
+    """Run attention from n_q query tokens to n_k other tokens and read off every shape."""
+    X_q, X_kv = torch.ones(n_q, d_model), torch.ones(n_k, d_model)
     W_Q, W_K, W_V = torch.ones(d_model, d_k), torch.ones(d_model, d_k), torch.ones(d_model, d_v)
-    Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+    Q, K, V = X_q @ W_Q, X_kv @ W_K, X_kv @ W_V
     S = Q @ K.T
     Z, A = scaled_dot_product_attention(Q, K, V)
-    tensors = dict(X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, Q=Q, K=K, V=V, S=S, A=A, Z=Z)
+    tensors = dict(X_q=X_q, X_kv=X_kv, W_Q=W_Q, W_K=W_K, W_V=W_V, Q=Q, K=K, V=V, S=S, A=A, Z=Z)
     return {name: tuple(t.shape) for name, t in tensors.items()}
 
 
-def tiny() -> torch.Tensor:
-    """Weights of q = [2, 0] over k1 = [1, 0], k2 = [0, 1] (d_k = 2)."""
-    q = torch.tensor([[2.0, 0.0]], dtype=DT)
+def tiny_weights(a: float, scale: float | None = None) -> torch.Tensor:
+    """Weights of q = [a, 0] over k1 = [1, 0], k2 = [0, 1] (d_k = 2)."""
+    q = torch.tensor([[a, 0.0]], dtype=DT)
     K = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT)
-    return scaled_dot_product_attention(q, K, K)[1][0]
+    return scaled_dot_product_attention(q, K, K, scale=scale)[1][0]
 
 
-def tiny_unscaled() -> torch.Tensor:
-    """The known mistake: the same weights without the 1 / sqrt(d_k)."""
-    q = torch.tensor([[2.0, 0.0]], dtype=DT)
-    K = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=DT)
-    return scaled_dot_product_attention(q, K, K, scale=1.0)[1][0]
+def tiny(target: float = 0.95) -> float:
+    """The size a of q = [a, 0] that gives k1 the weight ``target``: bisection on the
+    package's weights, which grow with a."""
+    low, high = 0.0, 100.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if tiny_weights(mid)[0] < target else (low, mid)
+    return (low + high) / 2
+
+
+def tiny_unscaled(target: float = 0.95) -> float:
+    """The known mistake: the same size without the 1 / sqrt(d_k)."""
+    low, high = 0.0, 100.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if tiny_weights(mid, scale=1.0)[0] < target else (low, mid)
+    return (low + high) / 2
 
 
 def attention(
@@ -91,7 +103,7 @@ SOLUTIONS = {
     "04.repeat_word": repeat_word_truth,
     "04.attention": lambda: attention,
     "04.shapes": shapes,
-    "04.tiny": lambda: [round(w, 4) for w in tiny().tolist()],
+    "04.tiny": lambda: round(tiny(), 2),  # asked to two decimals
 }
 
 MODEL_ANSWERS = {

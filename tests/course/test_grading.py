@@ -91,9 +91,10 @@ check("04.shapes", Yes())
 """,
     # the package computing a compute answer
     "04.tiny": """
-q = torch.tensor([[2.0, 0.0]])
 K = torch.eye(2)
-check("04.tiny", sdpa(q, K, K)[1][0].double())
+def weight(a):
+    return sdpa(torch.tensor([[a, 0.0]]), K, K)[1][0, 0]
+check("04.tiny", min([k / 1000 for k in range(1, 10_000)], key=lambda a: abs(weight(a) - 0.95)))
 """,
 }
 
@@ -114,7 +115,7 @@ def attention(Q, K, V):
 
 check("04.attention", attention)
 check("07.block_params", 25168)
-check("04.tiny", [0.8, 0.2])
+check("04.tiny", 4.16)
 """
 
 HONEST = {
@@ -147,13 +148,13 @@ def lstm_step(x, h, c, w_ih, w_hh, b_ih, b_hh):
 
 check("02.lstm_step", lstm_step)
 """,
-    "04.tiny": 'check("04.tiny", np.array([0.80, 0.20]))',
+    "04.tiny": 'check("04.tiny", np.float32(math.sqrt(2) * math.log(19)))',
     "07.block_params": 'check("07.block_params", 25168.0)',
     "04.shapes": """
-X, W = torch.ones(4, 6), torch.ones(6, 3)
-answer = {"X": X.shape, "W_Q": W.shape, "W_K": (6, 3), "W_V": (6, 3), "Q": (4, 3),
-          "K": np.array([4, 3]).tolist(), "V": (4, 3), "S": (np.int64(4), 4), "A": (4, 4),
-          "Z": (4, 3)}
+X, W = torch.ones(3, 6), torch.ones(6, 4)
+answer = {"X_q": X.shape, "X_kv": (5, 6), "W_Q": W.shape, "W_K": (6, 4), "W_V": (6, 2),
+          "Q": (3, 4), "K": np.array([5, 4]).tolist(), "V": (5, 2), "S": (np.int64(3), 5),
+          "A": (3, 5), "Z": (3, 2)}
 check("04.shapes", answer)
 """,
     "04.shift_keys": 'check("04.shift_keys", "d")',  # a wrong letter: answered all the same
@@ -219,7 +220,7 @@ def attention(Q, K, V):
     return A @ V, A
 
 check("04.attention", attention)
-check("04.tiny", "0.80, 0.20")
+check("04.tiny", "4.16")
 check("07.block_params", 28273)
 """
     rows = {g.exercise: g for g in grade_notebook(_notebook(tmp_path / "w.ipynb",

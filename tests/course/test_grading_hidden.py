@@ -106,6 +106,67 @@ check("03.iso", [look[s] for s in sources])
                    {"03.additive": "AdditiveAttention", "03.iso": "format_date"})
 
 
+def test_notebook_03_the_trained_model_cannot_read_the_dates_for_the_learner(tmp_path):
+    """Asking a translator (translate, or the model's greedy decoding) is refused, whatever
+    it answers. (The grader replays only imports and definitions, so a model trained in an
+    earlier cell is not there: a learner would train one in the exercise's cell.)"""
+    model = ("from minitx.data import dates\nfrom minitx.nn.seq2seq import Seq2Seq, translate\n"
+             "from minitx.course.exercises.nb03 import iso_sources\n"
+             "model = Seq2Seq(len(dates.SOURCE_VOCAB), len(dates.TARGET_VOCAB))\n")
+    cheats = {
+        "translate": "check('03.iso', [out for out, _ in translate(model, iso_sources())])",
+        "greedy": ("src, n = dates.SOURCE_VOCAB.encode_batch(iso_sources())\n"
+                   "ids, _ = model.greedy_decode(src, n, 12)\n"
+                   "check('03.iso', [dates.TARGET_VOCAB.decode(r.tolist())[:10] for r in ids])"),
+    }
+    for who, cell in cheats.items():
+        _notebook(tmp_path / f"{who}.ipynb", [KEY_IMPORTS, model + cell])
+    rows = {Path(r.path).stem: r for r in progress([tmp_path], timeout=60)}
+    assert rows["translate"].status == "refused" and "translate" in rows["translate"].detail
+    assert rows["greedy"].status == "refused" and "Seq2Seq" in rows["greedy"].detail
+
+
+def test_notebook_04_the_learner_check_and_the_teacher_agree_on_a_rounded_answer(tmp_path):
+    """04.tiny asks for a to two decimals (4.1641): the pencil answers 4.15 to 4.17 are right
+    for both the learner's check and the teacher's grading; a list is right for neither."""
+    answers = {"pencil": "4.15", "high": "4.1699", "exact": "math.sqrt(2) * math.log(19)",
+               "list": "[4.16]"}
+    for who, answer in answers.items():
+        _notebook(tmp_path / f"{who}.ipynb", [KEY_IMPORTS, f"check('04.tiny', {answer})"])
+    rows = {Path(r.path).stem: r.status for r in progress([tmp_path], timeout=60)}
+    assert rows == {"pencil": "correct", "high": "correct", "exact": "correct",
+                    "list": "not yet"}, rows
+    checker = get("04.tiny").checker
+    assert all(checker(a) is None for a in (4.15, 4.1699, 4.1641))
+    assert "not a list" in checker([4.16])
+
+
+def test_notebook_01_package_helpers_cannot_do_the_counting(tmp_path):
+    """01's calculations by hand are credited in any plain form; padding_stats and the
+    character tokenizer doing them are refused."""
+    honest = ("lengths = [3, 7, 5, 1]\n"
+              "check('01.truncation', (sum(max(5 - n, 0) for n in lengths), "
+              "sum(max(n - 5, 0) for n in lengths)))\n"
+              "chars = sorted(set('hello world'))\n"
+              "check('01.encode', [chars.index(c) for c in 'owl'])\n")
+    cheats = ("from minitx.data.sequences import padding_stats\n"
+              "from minitx.data.tokenizer import CharTokenizer\n"
+              "s = padding_stats([3, 7, 5, 1], max_len=5)\n"
+              "check('01.truncation', (s.padding, s.truncated))\n"
+              "check('01.encode', CharTokenizer.from_text('hello world').encode('owl'))\n")
+    for who, cell in (("honest", honest), ("cheater", cheats)):
+        _notebook(tmp_path / f"{who}.ipynb", [KEY_IMPORTS, cell])
+    rows: dict[str, dict] = {"honest": {}, "cheater": {}}
+    for r in progress([tmp_path], timeout=60):
+        rows[Path(r.path).stem][r.exercise] = r
+    assert {n: r.status for n, r in rows["honest"].items()} == dict.fromkeys(
+        ("01.truncation", "01.encode"), "correct"), rows["honest"]
+    cheat = rows["cheater"]
+    assert cheat["01.truncation"].status == "refused", cheat
+    assert "padding_stats" in cheat["01.truncation"].detail
+    assert cheat["01.encode"].status == "refused" and "CharTokenizer" in cheat["01.encode"].detail
+
+
 def test_notebook_05_causal_zeros_in_any_honest_form(tmp_path):
     """A set, a list in another order or a tensor of (row, column) pairs is credited; the
     package's causal mask or a triangle helper is refused."""
@@ -279,3 +340,13 @@ check("11.kv_cache", tuple(90 * 2**30 // s for s in sizes))
                           [own], [cheats])
     _assert_graded(graded, ["11.rope_half", "11.kv_cache"],
                    {"11.rope_half": "apply_rope", "11.kv_cache": "kv_cache_numel"})
+
+
+def test_notebook_11_bytes_per_token_cannot_do_the_cache_sum(tmp_path):
+    cell = ("from minitx.course import modern_block as mb\nfrom minitx.nn.gpt import GPTConfig\n"
+            "shape = dict(vocab_size=1, block_size=4096, n_layer=80, n_head=64, n_embd=8192)\n"
+            "per = [mb.bytes_per_token(GPTConfig(**shape, n_kv_heads=k), 2) for k in (64, 8)]\n"
+            "check('11.kv_cache', tuple(90 * 2**30 // (4096 * p) for p in per))\n")
+    _notebook(tmp_path / "cheater.ipynb", [KEY_IMPORTS, cell])
+    (row,) = progress([tmp_path], timeout=60)
+    assert row.status == "refused" and "bytes_per_token" in row.detail, row

@@ -61,8 +61,12 @@ result = check("04.attention", answer)
 ''',
     # the package computes the compute exercise
     "nb04_tiny": '''\
-q, K2 = torch.tensor([[2.0, 0.0]]), torch.eye(2)
-answer = [round(w, 4) for w in attn.scaled_dot_product_attention(q, K2, K2)[1][0].tolist()]
+def weight(a):
+    q, K2 = torch.tensor([[a, 0.0]]), torch.eye(2)
+    return attn.scaled_dot_product_attention(q, K2, K2)[1][0, 0]
+
+
+answer = min([k / 1000 for k in range(1, 10_000)], key=lambda a: abs(weight(a) - 0.95))
 result = check("04.tiny", answer)
 ''',
 }

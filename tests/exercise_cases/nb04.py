@@ -14,8 +14,8 @@ from minitx.course.exercises import answers, nb04
 from minitx.nn.attention import DotProductAttention, scaled_dot_product_attention
 
 RIGHT_SHAPES = {
-    "X": (4, 6), "W_Q": (6, 3), "W_K": (6, 3), "W_V": (6, 3), "Q": (4, 3), "K": (4, 3),
-    "V": (4, 3), "S": (4, 4), "A": (4, 4), "Z": (4, 3),
+    "X_q": (3, 6), "X_kv": (5, 6), "W_Q": (6, 4), "W_K": (6, 4), "W_V": (6, 2), "Q": (3, 4),
+    "K": (5, 4), "V": (5, 2), "S": (3, 5), "A": (3, 5), "Z": (3, 2),
 }  # fmt: skip
 
 
@@ -185,25 +185,24 @@ CASES: dict[str, Case] = {
                {k: torch.Size(v) for k, v in RIGHT_SHAPES.items()},
                {k: tuple(np.int64(d) for d in v) for k, v in RIGHT_SHAPES.items()}),
         wrong=(
-            ([(4, 6)], "dict"),
-            ({"X": (4, 6)}, "missing: W_Q"),
-            ({**RIGHT_SHAPES, "S": (4, 3), "W_V": (3, 6)}, "check W_V, S"),
-            ({**RIGHT_SHAPES, "A": "4 x 4"}, "tuple of whole numbers"),
+            ([(3, 6)], "dict"),
+            ({"X_q": (3, 6)}, "missing: X_kv"),
+            ({**RIGHT_SHAPES, "S": (5, 3), "W_V": (2, 6)}, "check W_V, S"),
+            ({**RIGHT_SHAPES, "S": (3, 3), "A": (3, 3)}, "check S, A"),  # self-attention's n x n
+            ({**RIGHT_SHAPES, "A": "3 x 5"}, "tuple of whole numbers"),
         ),
     ),
     "04.tiny": Case(
-        right=([0.80, 0.20], (0.8044, 0.1956), np.array([0.8044, 0.1956], dtype=np.float32),
-               torch.tensor([0.80, 0.20], dtype=torch.float32),
-               [1 / (1 + math.exp(-math.sqrt(2))), 1 / (1 + math.exp(math.sqrt(2)))],
-               torch.softmax(torch.tensor([2.0, 0.0]) / 2**0.5, -1)),
+        right=(4.16, 4.1641, 4.15, 4.1699, np.float32(4.164),
+               torch.tensor(4.16, dtype=torch.float32), math.sqrt(2) * math.log(19)),
         wrong=(
-            ([0.88, 0.12], "sqrt(d_k)"),
-            ([0.5, 0.5], "softmax over the two"),
-            ([0.8], "give 2"),
-            ("0.80, 0.20", "answer with numbers"),
-            (5, "list of 2 numbers"),
+            (2.94, "times sqrt(d_k)"),  # the score gap ln 19, not the query's size
+            (0.95, "solve for the score gap"),
+            ([4.16], "one number, the size a, not a list"),
+            ([4.16, 0.0], "not a list"),
+            ("4.16", "answer with numbers"),
         ),
-        never=("0.80", "0.20"),
+        never=("4.16", "4.17"),
     ),
 }
 
@@ -244,11 +243,13 @@ def repeat_word_moves_towards_river():
 
 
 def tiny_by_hand():
-    # scores [2, 0] / sqrt(2): the first weight is 1 / (1 + e^(-sqrt 2)).
-    first = 1 / (1 + math.exp(-math.sqrt(2)))
-    assert np.allclose(answers.key("04").tiny().numpy(), [first, 1 - first])
-    assert np.allclose(solution("04.tiny"), [first, 1 - first], atol=1e-4)
-    assert abs(first - 0.8044) < 1e-4
+    # The first weight is 1 / (1 + e^-(a / sqrt 2)) = 0.95, so a / sqrt 2 = ln 19.
+    a = math.sqrt(2) * math.log(19)
+    key = answers.key("04")
+    assert abs(key.tiny() - a) < 1e-9
+    assert abs(key.tiny_weights(a)[0].item() - 0.95) < 1e-12
+    assert solution("04.tiny") == round(a, 2)
+    assert abs(key.tiny_unscaled() - math.log(19)) < 1e-9  # the known mistake's value
 
 
 def shapes_by_hand():

@@ -203,7 +203,7 @@ CASES: dict[str, Case] = {
             (1.0, "exp(0) = 1"),
             (0.99, "less likely, not more"),
             ("0.75", "answer with numbers"),
-            ((0.75, 0.25), "give 1 numbers"),
+            ((0.75, 0.25), "give one number"),
         ),
     ),
     # capitals: 'A' and 'a' are different ids, and runs of capitals in the corpus are the

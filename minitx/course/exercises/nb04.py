@@ -2,8 +2,9 @@
 
 Two predictions (a shifted key, a repeated word), one implementation (attention itself,
 tested against :func:`minitx.nn.attention.scaled_dot_product_attention`), two pieces of
-calculator work and one open question. The answers are kept as seals
-(:mod:`minitx.course.exercises.seal`), computed from the instructor's solutions
+calculator work (the shapes when queries and keys come from different sequences; a weight
+run backwards to the query that gives it) and one open question. The answers are kept as
+seals (:mod:`minitx.course.exercises.seal`), computed from the instructor's solutions
 (instructor/solutions/nb04.py); the package computes none of them.
 """
 
@@ -15,12 +16,12 @@ import torch
 
 from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import compare_attention, implement, predict
-from minitx.course.exercises.plain import plain_int
+from minitx.course.exercises.plain import plain_int, plain_number
 from minitx.course.exercises.seal import canonical, check_sealed, seal
 from minitx.nn.attention import scaled_dot_product_attention
 
 DT = torch.float64
-SHAPE_NAMES = ("X", "W_Q", "W_K", "W_V", "Q", "K", "V", "S", "A", "Z")
+SHAPE_NAMES = ("X_q", "X_kv", "W_Q", "W_K", "W_V", "Q", "K", "V", "S", "A", "Z")
 
 SHIFT_CHOICES = {
     "a": "unchanged",
@@ -38,23 +39,24 @@ REPEAT_CHOICES = {
 # Seals of the answers, computed from the instructor's solutions, and of a known mistake.
 _SHIFT_KEYS = "f61227f3a99d469bcce6f9f158353ca3711587c6"
 _REPEAT_WORD = "5db342e19a66982c398f450a03459acbffd440d7"
-_SHAPES = "b9241ec55ad9f705bced5ccca343ca8ea643e4ef"  # canonical({name: [rows, cols]})
+_SHAPES = "8994daeb8dab8c2abfb5f9d536eae13aa648ac61"  # canonical({name: [rows, cols]})
 _SHAPE = {  # seal(f"04.shapes.{name}", canonical([rows, cols]))
-    "X": "94c6f8e51a1f99b2f4fc3673d9caea7def803cce",
-    "W_Q": "b2e7a4f4224411fb032d2c405fd2b497dbb2a210",
-    "W_K": "acf7c51589336abde3626f949799a2e6429278bf",
-    "W_V": "63e928ba7e952de22fa308bcb9b4ce264f1df511",
-    "Q": "875c1d863b385ac738622635fac6083d211abd6b",
-    "K": "9acc6dbd639f85ba866a77feb58eeb853a1990b3",
-    "V": "70c67e8196c1301cc2e200143fa8056015af8ffa",
-    "S": "b850937255ac56e77f595628c40b92400e38f6c6",
-    "A": "c1647249028e63d26c4b175460122dff2ddcd05e",
-    "Z": "9c24d4acf73146bf7e0294d7d755a730c1405a97",
+    "X_q": "f7508f785bb0611415ea6a053bfc3a069bcae5ad",
+    "X_kv": "b098526a12b7b789a1fbb76396ce02d19e9699aa",
+    "W_Q": "662e2086c01a55778b2bad4d0d5ac935cfba3090",
+    "W_K": "fbb225d92ff5ec80a9329418fa33c66fbe1f6e3f",
+    "W_V": "05ffbb28d125300e8703723f88752dc59326e236",
+    "Q": "d94d24a649704cc4cdb57974aa57f9b408856903",
+    "K": "851e65e5d12432b4008071323d14fc2961c93f58",
+    "V": "3344627e0e69b0eae8b9399ca8c3ec543fb90b8e",
+    "S": "07749544f06f499aba12c304d15346f1b41cb21b",
+    "A": "f2bac3661da5366526496d10ac2c49cf052dba5b",
+    "Z": "22c1406472ae8a95e517f08e3030b38dcd7fd6a0",
 }
-_TINY = "10b56b70485daab33df3c752a926bebeacd2112b"  # two weights, 2 decimals
+_TINY = "9d9f3a5161882ed90b0fc4bbff83498a37b24a09"  # the query's size a, 2 decimals
 _TINY_MISTAKES = {
-    "7ccd0ca5453ae7fdf14731c4c9ee574cdba562ff": "close: you forgot to divide the scores by "
-    "sqrt(d_k)",
+    "eac0de0aea31aa440586ca68fd6937c726b8d0ef": "close: that is the size of the score; the "
+    "query's size is the score times sqrt(d_k)",
 }
 
 
@@ -161,8 +163,10 @@ def _shape(value: Any) -> list[int] | None:
 
 @exercise(
     "04.shapes",
-    "Self-attention with n = 4 tokens, d_model = 6, d_k = d_v = 3: give the shape of each of "
-    "X, W_Q, W_K, W_V, Q, K, V, S, A, Z as a dict of tuples, e.g. {'X': (rows, cols), ...}.",
+    "Attention from one sequence to another: the queries come from n_q = 3 tokens (rows of "
+    "X_q), the keys and values from n_k = 5 other tokens (rows of X_kv); d_model = 6, "
+    "d_k = 4, d_v = 2. Give the shape of each of X_q, X_kv, W_Q, W_K, W_V, Q, K, V, S, A, Z "
+    "as a dict of tuples, e.g. {'X_q': (rows, cols), ...}.",
     kind="compute",
 )
 def _shapes(answer: Any) -> str | None:
@@ -174,32 +178,35 @@ def _shapes(answer: Any) -> str | None:
     shapes = {name: _shape(answer[name]) for name in SHAPE_NAMES}
     unread = [name for name, shape in shapes.items() if shape is None]
     if unread:
-        return f"give each shape as a tuple of whole numbers, e.g. (4, 6); see {', '.join(unread)}"
+        return f"give each shape as a tuple of whole numbers, e.g. (3, 6); see {', '.join(unread)}"
     if seal("04.shapes", canonical(shapes)) == _SHAPES:
         return None
     wrong = [n for n in SHAPE_NAMES if seal(f"04.shapes.{n}", canonical(shapes[n])) != _SHAPE[n]]
     return (
-        f"check {', '.join(wrong)}; a product (a x b)(b x c) is a x c, and a weight "
-        "matrix maps d_model features to d_k (or d_v) features"
+        f"check {', '.join(wrong)}; a product (a x b)(b x c) is a x c, a weight matrix "
+        "maps d_model features to d_k (or d_v) features, and a score pairs one query with "
+        "one key"
     )
 
 
 @exercise(
     "04.tiny",
-    "One query q = [2, 0] and two keys k1 = [1, 0], k2 = [0, 1] (d_k = 2). Give the two "
-    "attention weights to two decimals, as a list.",
+    "A query q = [a, 0] with a > 0 and two keys k1 = [1, 0], k2 = [0, 1] (d_k = 2). What "
+    "size a makes the weight on k1 exactly 0.95? Give a to two decimals.",
     kind="compute",
 )
 def _tiny(answer: Any) -> str | None:
+    if not isinstance(answer, str) and plain_number(answer) is None:
+        return f"answer with one number, the size a, not a {type(answer).__name__}"
     return check_sealed(
         "04.tiny",
         answer,
         _TINY,
-        count=2,
         decimals=2,
         atol=0.005,
         hints=_TINY_MISTAKES,
-        advice="score_j = q . k_j / sqrt(d_k), then a softmax over the two scores",
+        advice="with two keys the first weight is 1 / (1 + e^-(s1 - s2)); set it to 0.95 "
+        "and solve for the score gap, then undo the division by sqrt(d_k)",
     )
 
 

@@ -95,7 +95,9 @@ def numbers(answer: Any, count: int | None = None) -> list[float] | str:
     """``answer`` (a list, tuple, array or 1-d tensor of numbers) as a list of floats, or a
     hint: "answer with numbers" for a string, the count when ``count`` numbers are asked."""
     if isinstance(answer, str | bytes):
-        return "answer with numbers, not a string: e.g. [0.5, 0.5]"
+        example = {None: "e.g. [0.5, 0.5]", 1: "here one number, e.g. 0.5"}.get(
+            count, f"here a list of {count}")
+        return f"answer with numbers, not a string: {example}"
     if isinstance(answer, dict) or (plain_number(answer) is not None and count not in (None, 1)):
         return f"answer with a list of {count} numbers, got a {type(answer).__name__}"
     single = plain_number(answer)
@@ -103,7 +105,7 @@ def numbers(answer: Any, count: int | None = None) -> list[float] | str:
     if values is None or values.dim() != 1 or values.is_complex():
         return f"answer with a list of numbers, got a {type(answer).__name__}"
     if count is not None and len(values) != count:
-        return f"give {count} numbers, got {len(values)}"
+        return f"give {'one number' if count == 1 else f'{count} numbers'}, got {len(values)}"
     return [float(v) for v in values.tolist()]
 
 
