@@ -46,10 +46,10 @@ def bag_of_words(tokens: Sequence[str], vocab: Mapping[str, int]) -> Tensor:
 
     Entry ``vocab[w]`` is how often ``w`` occurs; where it occurs is forgotten.
     """
-    counts = torch.zeros(len(vocab))
     unknown = sorted({t for t in tokens if t not in vocab})
     if unknown:
         raise ValueError(f"tokens not in the vocabulary: {unknown!r}")
+    counts = torch.zeros(len(vocab))
     for t in tokens:
         counts[vocab[t]] += 1
     return counts

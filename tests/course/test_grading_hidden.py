@@ -214,6 +214,22 @@ check("06.merge_heads", lambda z: A.merge_heads(z).clone())
                                 "06.merge_heads": "merge_heads"})
 
 
+def test_notebook_07_a_built_block_cannot_count_its_own_parameters(tmp_path):
+    """07.block_params counted by hand is credited; summing the parameters of the package's
+    block or PyTorch's encoder layer is refused."""
+    key = "check('07.block_params', 4 * (48 * 48 + 48) + 2 * 48 * 160 + 160 + 48 + 4 * 48)"
+    count = "check('07.block_params', sum(p.numel() for p in {}(48, 4, 160).parameters()))\n"
+    cheats = {"TransformerBlock": "from minitx.nn.transformer import TransformerBlock\n",
+              "TransformerEncoderLayer": "from torch.nn import TransformerEncoderLayer\n"}
+    _notebook(tmp_path / "key.ipynb", [KEY_IMPORTS, key])
+    for who, imports in cheats.items():
+        _notebook(tmp_path / f"{who}.ipynb", [KEY_IMPORTS, imports + count.format(who)])
+    rows = {Path(r.path).stem: r for r in progress([tmp_path], timeout=60)}
+    assert rows["key"].status == "correct", rows["key"]
+    for who in cheats:
+        assert rows[who].status == "refused" and who in rows[who].detail, rows[who]
+
+
 def test_notebook_08_hidden_cases(tmp_path):
     own = """
 def lr(step, max_steps, peak, warmup_steps, cooldown_steps):

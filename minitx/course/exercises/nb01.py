@@ -117,6 +117,9 @@ def _mask_hint(name: str, got: dict, want: dict, args: tuple) -> str | None:
         "torch.nn.utils.rnn.pad_sequence",
         "torch.nn.utils.rnn.pack_sequence",
         "torch.nn.utils.rnn.pad_packed_sequence",
+        "torch.nested.nested_tensor",
+        "torch.nested.as_nested_tensor",
+        "torch.nested.to_padded_tensor",
     ),
 )
 def _(fn, _reference=_padded_batch):

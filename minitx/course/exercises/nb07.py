@@ -159,10 +159,12 @@ teaching_notes(
         "Read a block as a residual stream: attention moves information between positions, "
         "the feed-forward network computes on each position.",
         "Count parameters of a block and a GPT, and predict the loss at step 0 (ln V).",
-        "Measure attention's quadratic cost, compare honestly with an RNN (PyTorch's compiled "
-        "nn.RNN, not only a Python loop; on one thread the RNN wins at long n, and its chain of "
-        "n steps is what parallel hardware cannot shorten), and see what a context window and "
-        "a sliding window cost and lose.",
+        "Measure attention's quadratic cost, compare honestly with an RNN of equal width "
+        "(PyTorch's compiled nn.RNN, not only a Python loop; on one thread neither clearly wins "
+        "at n = 1024, "
+        "and the RNN's chain of dependent steps, counted with graph_depth, grows with n where "
+        "attention's does not: parallel hardware cannot shorten it), and see what a context "
+        "window and a sliding window cost and lose.",
     ),
     misconceptions=(
         "Attention knows word order by itself.",
