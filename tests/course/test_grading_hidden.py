@@ -230,6 +230,25 @@ def test_notebook_07_a_built_block_cannot_count_its_own_parameters(tmp_path):
         assert rows[who].status == "refused" and who in rows[who].detail, rows[who]
 
 
+def test_notebook_07_parts_and_rope_angles_do_not_answer_for_the_learner(tmp_path):
+    """Adding up the parameters of built parts is refused for 07.block_params, and rope's
+    angle table is refused for 07.sinusoidal."""
+    parts = ("from torch import nn\n"
+             "parts = [nn.MultiheadAttention(48, 4), nn.Linear(48, 160), nn.Linear(160, 48),\n"
+             "         nn.LayerNorm(48), nn.LayerNorm(48)]\n"
+             "check('07.block_params', sum(p.numel() for m in parts for p in m.parameters()))\n")
+    rope = ("from minitx.nn.rope import rope_angles\n"
+            "def sinusoidal(T, d):\n"
+            "    a = rope_angles(T, d)\n"
+            "    return torch.stack([a.sin(), a.cos()], -1).flatten(1)\n"
+            "check('07.sinusoidal', sinusoidal)\n")
+    for who, cell in (("parts", parts), ("rope", rope)):
+        _notebook(tmp_path / f"{who}.ipynb", [KEY_IMPORTS, cell])
+    rows = {Path(r.path).stem: r for r in progress([tmp_path], timeout=60)}
+    assert rows["parts"].status == "refused" and "MultiheadAttention" in rows["parts"].detail
+    assert rows["rope"].status == "refused" and "rope_angles" in rows["rope"].detail
+
+
 def test_notebook_08_hidden_cases(tmp_path):
     own = """
 def lr(step, max_steps, peak, warmup_steps, cooldown_steps):

@@ -44,6 +44,8 @@ _SINUSOIDAL = (
     "minitx.nn.positions.sinusoidal_positions",
     "minitx.nn.transformer.sinusoidal_positions",
     "minitx.nn.encoder_decoder.DateTransformer",
+    "minitx.nn.rope.rope_angles",  # the p * omega table, the whole formula
+    "minitx.nn.rope.apply_rope",
 )
 
 
