@@ -24,9 +24,11 @@ def _attention_cases() -> list[tuple]:
 
 HIDDEN = {
     "04.attention": Hidden(_attention_cases, atol=1e-5, points=3,
-                           forbid=("minitx.nn.attention.scaled_dot_product_attention",)),
+                           forbid=("minitx.nn.attention.scaled_dot_product_attention",
+                                   "minitx.nn.grouped_attention.grouped_query_attention",
+                                   "torch.ops.aten")),
     "04.shapes": Hidden(atol=0.0),
-    "04.tiny": Hidden(atol=0.01, forbid=(  # the key is a to 2 decimals: 4.15 to 4.17
+    "04.tiny": Hidden(atol=0.015, forbid=(  # a to 2 decimals, 4.16: 4.145 to 4.175
         "minitx.nn.attention.scaled_dot_product_attention",
         "torch.nn.functional.scaled_dot_product_attention")),
 }

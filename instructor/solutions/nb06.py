@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 from torch import Tensor
 
+from minitx.course.exercises.nb06 import TWO_HEADS_X
 from minitx.course.relations import RelationNet
 from minitx.data.relations import RelationTask
+from minitx.nn.attention import MultiHeadAttention
 
 
 def swap_heads(model: RelationNet, layer: int, i: int, j: int) -> RelationNet:
@@ -42,6 +45,39 @@ def swap_truth() -> str:
     return "a" if same else "b"
 
 
+def _last_row(n_heads: int, q_gain: float) -> list[float]:
+    """The last row of the package's multi-head attention (no biases, W_O = I, so the
+    concatenation of the heads) on ``TWO_HEADS_X`` with W_Q = q_gain * I and W_K = W_V = I,
+    rounded to 2 decimals."""
+    x = torch.tensor(TWO_HEADS_X, dtype=torch.float64)[None]  # (1, T, 2)
+    mha = MultiHeadAttention(2, n_heads, bias=False).double()
+    eye = torch.eye(2, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj.weight.copy_(torch.cat([q_gain * eye, eye, eye]))
+        mha.out_proj.weight.copy_(eye)
+        y, _ = mha(x, need_weights=True)
+    return [round(float(v), 2) for v in y[0, -1]]
+
+
+def two_heads() -> list[float]:
+    """06.two_heads: [head_0, head_1] at the last position of ``TWO_HEADS_X``, 2 heads of
+    d_k = 1, W_Q = ln 2 * I."""
+    return _last_row(2, math.log(2))
+
+
+def two_heads_mistakes() -> dict[str, list[float]]:
+    """The known wrong answers of 06.two_heads, each with the key of its hint."""
+    right = two_heads()
+    return {
+        "swapped": right[::-1],
+        "sqrt(d_model)": _last_row(2, math.log(2) / math.sqrt(2)),  # scaled by sqrt(2), not 1
+        "no ln 2": _last_row(2, 1.0),
+        "one wide head": _last_row(1, math.log(2)),  # one softmax over both features
+        "one wide head, unscaled": _last_row(1, math.log(2) * math.sqrt(2)),
+        "zero query": [0.0, right[1]],  # a query of 0 read as weights of 0
+    }
+
+
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """(B, T, C) -> (B, n_heads, T, C // n_heads): head h gets features h*d_k .. (h+1)*d_k - 1."""
     B, T, C = x.shape
@@ -55,6 +91,7 @@ def merge_heads(z: Tensor) -> Tensor:
 
 
 SOLUTIONS = {
+    "06.two_heads": two_heads,
     "06.split_heads": lambda: split_heads,
     "06.merge_heads": lambda: merge_heads,
     "06.swap_heads": swap_truth,
@@ -65,13 +102,15 @@ MODEL_ANSWERS = {
         "A head computes one softmax per query, so one weighted average of the values: a single "
         "head must choose one distribution over positions for each query. To serve both the "
         "previous token and the partner it has to split its weight between them and blend their "
-        "values into one vector that the read-outs must pull apart again. It can learn some of "
-        "both, but more slowly: in section 6 one head fell short on every seed after 200 steps, "
-        "while two heads of the same total size learned both. Eight heads give each query "
-        "eight separate distributions, so one can look one step back while another finds the "
-        "partner, and W_O combines both. The price is that each head compares queries and keys "
-        "in only d_k dimensions, so its score matrix has rank at most d_k and it can express "
-        "fewer patterns; with too many heads d_k becomes too small to tell keys apart. (Two "
-        "layers of one head each can also solve the task, one relation per layer.)"
+        "values into one vector that the read-outs must pull apart again. In section 7 one "
+        "layer of one head fell short on every seed after 200 steps, its loss still falling on "
+        "two of them, while one layer of two heads of the same total size learned both: the "
+        "runs show it slower at this budget, not unable. Two layers of one head also learned "
+        "both: the second layer gives a second attention pattern, one relation per layer. "
+        "Eight heads give each query eight separate distributions, so one can look one step "
+        "back while another finds the partner, and W_O sums what they write. The price is that "
+        "each head compares queries and keys in only d_k dimensions, so its score matrix has "
+        "rank at most d_k and it can express fewer patterns; with too many heads d_k becomes "
+        "too small to tell keys apart."
     ),
 }

@@ -49,6 +49,21 @@ def depth_truth() -> dict[str, str]:
     }
 
 
+def flops_per_token(n_layer: int = 3, n_embd: int = 96, block_size: int = 48,
+                    vocab_size: int = 65) -> int:
+    """Training FLOPs per token as notebook 08 counts them, 6 N + 12 L T C, with N the weights
+    that multiply (every matrix of a GPT built on the meta device but the position table)."""
+    from minitx.nn.gpt import GPT
+    from minitx.train.presets import get_preset
+
+    config = replace(get_preset("cpu").gpt_config(vocab_size), n_layer=n_layer, n_embd=n_embd,
+                     block_size=block_size, n_head=4)
+    with torch.device("meta"):
+        model = GPT(config)
+    n_mult = sum(p.numel() for p in model.parameters() if p.dim() == 2) - block_size * n_embd
+    return 6 * n_mult + 12 * n_layer * block_size * n_embd
+
+
 def wsd_lr(step: int, max_steps: int, peak: float, warmup_steps: int, cooldown_steps: int) -> float:
     """The learning rate of step ``step`` (0-based): linear warmup to ``peak`` over
     ``warmup_steps``, ``peak`` until ``cooldown_steps`` before the end, then a straight line
@@ -64,6 +79,7 @@ def wsd_lr(step: int, max_steps: int, peak: float, warmup_steps: int, cooldown_s
 SOLUTIONS = {
     "08.deep_init": depth_truth,
     "08.wsd": lambda: wsd_lr,
+    "08.flops": flops_per_token,
 }
 
 MODEL_ANSWERS = {

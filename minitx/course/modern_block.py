@@ -11,7 +11,6 @@ summarises the seeds, :func:`position_losses` scores each position of longer win
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, replace
 from typing import Any
@@ -73,10 +72,8 @@ def final_loss(model: GPT, val_data: Tensor, block_size: int = 64) -> float:
 
 @dataclass
 class Run:
-    """One trained variant: its name, seed, model, final validation loss, parameter count,
-    training speed (tokens per second, the median of the logged windows) and how far the
-    validation loss fell over the second half of training, the decay (on the trainer's fixed
-    evaluation batches: the loss halfway minus the loss at the end)."""
+    """One trained variant: its name, seed, model, final validation loss, parameter count
+    and training speed (tokens per second, the median of the logged windows)."""
 
     variant: str
     seed: int
@@ -84,7 +81,6 @@ class Run:
     val_loss: float
     parameters: int
     tokens_per_s: float
-    decay_fall: float = math.nan
 
 
 def train_variant(name: str, seed: int, train_data: Tensor, val_data: Tensor,
@@ -99,11 +95,9 @@ def train_variant(name: str, seed: int, train_data: Tensor, val_data: Tensor,
                            runtime.device)
     trainer = Trainer(model, recipe.train, batches, runtime=runtime, progress=False)
     history = trainer.train()
-    evals = dict(zip(history["eval_step"], history["val_loss"], strict=True))
-    fall = evals.get(recipe.train.eval_interval, math.nan) - evals[max_steps]
     speed = statistics.median(history["tokens_per_s"])
     return Run(name, seed, model.eval(), final_loss(model, val_data, config.block_size),
-               model.num_parameters(), speed, fall)
+               model.num_parameters(), speed)
 
 
 def spread_table(runs: list[Run]) -> dict[str, dict[str, float]]:
@@ -138,13 +132,18 @@ def verdict(row: dict[str, float]) -> str:
 
 @torch.no_grad()
 def position_losses(model: GPT, data: Tensor, T: int, n_windows: int = 256,
-                    seed: int = 0) -> Tensor:
+                    seed: int = 0, first: int | None = None) -> Tensor:
     """(T,) mean cross-entropy at each position 0 .. T-1 of ``n_windows`` random windows of
-    ``data`` (the same windows for a given seed and T)."""
+    ``data`` (the same windows for a given seed and T). With ``first``, the model reads only
+    the first ``first`` characters of those same windows: a (first,) result."""
+    if first is not None and not 1 <= first <= T:
+        raise ValueError(f"first must be in 1 .. T={T}, got {first!r}")
     g = torch.Generator().manual_seed(seed)
     starts = torch.randint(0, data.numel() - T - 1, (n_windows,), generator=g)
     x = torch.stack([data[s : s + T] for s in starts.tolist()])  # (n, T)
     y = torch.stack([data[s + 1 : s + T + 1] for s in starts.tolist()])
+    if first is not None:
+        x, y = x[:, :first], y[:, :first]
     was = model.training
     model.eval()
     losses = []

@@ -128,17 +128,28 @@ def test_notebook_03_the_trained_model_cannot_read_the_dates_for_the_learner(tmp
 
 def test_notebook_04_the_learner_check_and_the_teacher_agree_on_a_rounded_answer(tmp_path):
     """04.tiny asks for a to two decimals (4.1641): the pencil answers 4.15 to 4.17 are right
-    for both the learner's check and the teacher's grading; a list is right for neither."""
-    answers = {"pencil": "4.15", "high": "4.1699", "exact": "math.sqrt(2) * math.log(19)",
-               "list": "[4.16]"}
+    for both the learner's check and the teacher's grading; 4.18 or a list for neither."""
+    answers = {"pencil": "4.15", "high": "4.17", "exact": "math.sqrt(2) * math.log(19)",
+               "list": "[4.16]", "far": "4.18"}
     for who, answer in answers.items():
         _notebook(tmp_path / f"{who}.ipynb", [KEY_IMPORTS, f"check('04.tiny', {answer})"])
     rows = {Path(r.path).stem: r.status for r in progress([tmp_path], timeout=60)}
     assert rows == {"pencil": "correct", "high": "correct", "exact": "correct",
-                    "list": "not yet"}, rows
+                    "list": "not yet", "far": "not yet"}, rows
     checker = get("04.tiny").checker
-    assert all(checker(a) is None for a in (4.15, 4.1699, 4.1641))
+    assert all(checker(a) is None for a in (4.15, 4.17, 4.1641))
+    assert checker(4.18) is not None
     assert "not a list" in checker([4.16])
+
+
+def test_notebook_04_attention_through_aten_is_refused(tmp_path):
+    """PyTorch's internal attention ops (torch.ops.aten) do not answer 04.attention."""
+    cell = ("def attention(Q, K, V):\n"
+            "    return torch.ops.aten._scaled_dot_product_attention_math(Q, K, V)\n"
+            "check('04.attention', attention)\n")
+    _notebook(tmp_path / "aten.ipynb", [KEY_IMPORTS, cell])
+    (row,) = progress([tmp_path], timeout=60)
+    assert row.status == "refused" and "aten" in row.detail, row
 
 
 def test_notebook_01_package_helpers_cannot_do_the_counting(tmp_path):

@@ -193,11 +193,13 @@ CASES: dict[str, Case] = {
         ),
     ),
     "04.tiny": Case(
-        right=(4.16, 4.1641, 4.15, 4.1699, np.float32(4.164),
+        right=(4.16, 4.1641, 4.15, 4.1699, 4.17, 4.146, np.float32(4.164),
                torch.tensor(4.16, dtype=torch.float32), math.sqrt(2) * math.log(19)),
         wrong=(
             (2.94, "times sqrt(d_k)"),  # the score gap ln 19, not the query's size
             (0.95, "solve for the score gap"),
+            (4.18, "solve for the score gap"),
+            (4.14, "solve for the score gap"),
             ([4.16], "one number, the size a, not a list"),
             ([4.16, 0.0], "not a list"),
             ("4.16", "answer with numbers"),

@@ -10,6 +10,7 @@ import torch
 
 from exercise_cases import Case, prediction, solution, wrong, wrong_answers
 from minitx.course.exercises import answers
+from minitx.course.exercises.seal import canonical, seal
 from minitx.course.relations import RelationNet
 from minitx.data.relations import RelationTask
 from minitx.nn.attention import MultiHeadAttention, merge_heads, split_heads
@@ -108,6 +109,25 @@ def divide_by_zero(*args):
 
 
 CASES: dict[str, Case] = {
+    # last position: head 0's query is 0, so uniform weights over values (1, 2, 0): 1; head 1's
+    # scores are ln 2 * (-1) * (0, 1, -1), exps (1, 1/2, 2), weights (2, 1, 4) / 7 over values
+    # (0, 1, -1): -3/7
+    "06.two_heads": Case(
+        right=((1.0, -0.43), [1, -3 / 7], np.array([1.0, -0.4286]), torch.tensor([1.0, -0.43]),
+               (np.float64(1.0), torch.tensor(-0.428, dtype=torch.float32)), [1.0, -0.42]),
+        wrong=(
+            ((-0.43, 1.0), "swapped"),
+            ((1.0, -0.31), "sqrt(d_k) = sqrt(1)"),
+            ((1.0, -0.58), "multiply by ln 2"),
+            ((0.69, -0.31), "one wide head"),
+            ((0.57, -0.43), "one wide head"),
+            ((0.0, -0.43), "softmax of equal scores is uniform"),
+            ((1.0, 0.43), "for each head alone"),
+            ((1.0,), "give 2 numbers"),
+            ("1, -0.43", "answer with numbers"),
+        ),
+        never=("0.43", "3/7", "3 / 7"),
+    ),
     "06.split_heads": Case(
         right=(split_by_reshape, split_by_chunks, split_in_numpy, split_by_unflatten),
         wrong=wrong_answers("06.split_heads", ("x.view(B, T, h, d)", "function")),
@@ -226,7 +246,25 @@ def check_nb06_swapping_heads_changes_nothing_and_the_letter_says_so():
     assert swap_truth() == "a"
 
 
+def two_heads_by_hand():
+    """The instructor's answer (the package's attention) and the seals the checker keeps,
+    against the fractions worked out by hand: (0 + 1 + 2) / 3 and (1 - 4) / 7."""
+    from minitx.course.exercises import nb06
+
+    key = answers.key("06")
+    assert solution("06.two_heads") == [round(3 / 3, 2), round(-3 / 7, 2)]
+    assert seal("06.two_heads", canonical([1.0, -3 / 7], 2)) == nb06._TWO_HEADS
+    mistakes = key.two_heads_mistakes()
+    assert mistakes["swapped"] == [-0.43, 1.0] and mistakes["zero query"] == [0.0, -0.43]
+    # head 1 scaled by sqrt(2): exps 2 ** (0, -1/sqrt 2, 1/sqrt 2) over values (0, 1, -1)
+    e = [2 ** (s / math.sqrt(2)) for s in (0, -1, 1)]
+    assert mistakes["sqrt(d_model)"] == [1.0, round((e[1] - e[2]) / sum(e), 2)]
+    assert set(nb06._TWO_HEADS_MISTAKES) == {
+        seal("06.two_heads", canonical(v, 2)) for v in mistakes.values()}
+
+
 VALUE_CHECKS = [
+    two_heads_by_hand,
     check_nb06_split_and_merge_agree_with_a_loop_over_heads,
     check_nb06_swapping_heads_changes_nothing_and_the_letter_says_so,
 ]

@@ -91,6 +91,22 @@ CASES = {
         right=(wsd_by_pieces, wsd_in_numpy_float32, wsd_as_a_tensor),
         wrong=wrong_answers("08.wsd", (5, "a function")),
     ),
+    "08.flops": Case(
+        right=(2193984, 2193984.0, np.int64(2193984), torch.tensor(2193984)),
+        wrong=(
+            (6 * 3 * 12 * 96**2 + 12 * 3 * 48 * 96, "tied head"),  # the head left out
+            (6 * (3 * 12 * 96**2 + 65 * 96), "12 L T C"),  # attention left out
+            (6 * (3 * 12 * 96**2 + 65 * 96) + 12 * 48 * 96, "per block"),
+            (2 * (3 * 12 * 96**2 + 65 * 96) + 4 * 3 * 48 * 96, "backward"),  # forward only
+            (6 * (3 * 12 * 96**2 + 2 * 65 * 96) + 12 * 3 * 48 * 96, "lookup"),
+            (6 * 343296 + 12 * 3 * 48 * 96, "multiply nothing"),  # every parameter
+            (6 * (343296 - 48 * 96) + 12 * 3 * 48 * 96, "gains"),
+            (1234567, "6 N + 12 L T C"),
+            (2193984.5, "whole number"),
+            ("2193984", "whole number"),
+        ),
+        never=("2193984", "2,193,984"),
+    ),
 }
 
 
@@ -176,4 +192,20 @@ def wsd_against_the_trainers_schedule():
         assert math.isclose(wsd_by_pieces(step, 800, 0.006, 20, 400), want, abs_tol=1e-12)
 
 
-VALUE_CHECKS = [deep_init_by_the_square_root_rule, wsd_against_the_trainers_schedule]
+def flops_by_the_formula_and_by_a_model():
+    """The key counts 6 N + 12 L T C with N the GPT's matrices but the position table: the
+    blocks' 12 C^2 each and the tied head's V C, whichever way it is counted."""
+    from minitx.course.exercises import answers
+    from minitx.nn.gpt import GPT, GPTConfig
+
+    key = answers.key("08")
+    L, C, T, V = 3, 96, 48, 65
+    assert solution("08.flops") == 6 * (L * 12 * C * C + V * C) + 12 * L * T * C == 2193984
+    model = GPT(GPTConfig(vocab_size=V, block_size=T, n_layer=L, n_head=4, n_embd=C, bias=False))
+    n_mult = model.num_parameters(non_embedding=True) - (2 * L + 1) * C  # less the gains
+    assert key.flops_per_token(L, C, T, V) == 6 * n_mult + 12 * L * T * C
+    assert key.flops_per_token(2, 64, 32) == 6 * (2 * 12 * 64**2 + 65 * 64) + 12 * 2 * 32 * 64
+
+
+VALUE_CHECKS = [deep_init_by_the_square_root_rule, wsd_against_the_trainers_schedule,
+                flops_by_the_formula_and_by_a_model]

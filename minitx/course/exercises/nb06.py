@@ -1,12 +1,14 @@
-"""Exercises of notebook 06 (multi-head attention): heads split and merged, a prediction
-about swapping heads, and an open question.
+"""Exercises of notebook 06 (multi-head attention): two heads worked out by hand, heads
+split and merged, a prediction about swapping heads, and an open question.
 
 The implementations are compared with :mod:`minitx.nn.attention` (the package's own
 multi-head attention), bound when this module is imported; neither it nor PyTorch's
 ``nn.MultiheadAttention`` may stand in for an answer. The prediction is kept as the seal of the
 letter the instructor's solution computes. Every test input is drawn under
 ``torch.random.fork_rng`` with its own seed, so checking an answer does not move the
-learner's random numbers.
+learner's random numbers. The hand computation is checked against a seal
+(:mod:`~minitx.course.exercises.seal`) made from the instructor's solution, which runs the
+package's attention: this module holds neither the answer nor a function that computes it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from torch import Tensor
 
 from minitx.course.exercises import call_learner, teaching_notes, think
 from minitx.course.exercises.checks import (
+    compute,
     first_difference,
     implement,
     outputs,
@@ -26,6 +29,7 @@ from minitx.course.exercises.checks import (
     shape_hint,
 )
 from minitx.course.exercises.plain import plain_tensor
+from minitx.course.exercises.seal import check_sealed
 from minitx.nn.attention import (
     MultiHeadAttention,
     merge_heads,
@@ -147,6 +151,47 @@ def _merge_hint(answer: Any, mha: MultiHeadAttention, x: Tensor, h: int, where: 
     )
 
 
+# ---- compute: two heads of d_k = 1 by hand -------------------------------------------------
+
+# X of the hand computation: 3 positions, d_model = 2 (W_Q = ln 2 * I, W_K = W_V = I).
+TWO_HEADS_X = ((1.0, 0.0), (2.0, 1.0), (0.0, -1.0))
+# The seal of the right pair, ``seal("06.two_heads", canonical(answer, 2))``, and of known
+# mistakes, made from the instructor's solution (with the package's MultiHeadAttention).
+_TWO_HEADS = "f13d9931c4892c4b09bd2384424e55912b4bdf28"
+_WIDE = ("that is one wide head: one softmax over both features. Each head has its own "
+         "scores, from its own feature only")
+_TWO_HEADS_MISTAKES = {
+    "71db39f05fb95a34ab91b963c265e39b3fe9c1d1":
+        "swapped: head 0 reads feature 0 and fills the first column of the concatenation",
+    "479a9f2451dd03c65c4a43d433d108c41ec49e80":
+        "each head scales its scores by sqrt(d_k) = sqrt(1), not by sqrt(d_model)",
+    "7b86143701e9a62ceee2e7090cdab40f59e94641":
+        "the queries are X W_Q with W_Q = ln 2 * I: multiply by ln 2 before the softmax",
+    "48d63e37b1ebcec6318a0ea8d7828941f44f40f2": _WIDE,
+    "8fae046e038870192331a385cc249e9b82b20689": _WIDE,
+    "7bd0064089cc929d0d1fe1b0fc7695503e6da9c4":
+        "a query of 0 gives every key the score 0, and a softmax of equal scores is uniform, "
+        "not 0",
+}
+_TWO_HEADS_ADVICE = (
+    "for each head alone: its query at the last position times each key (d_k = 1, so divide "
+    "by sqrt(1)), a softmax over the three keys, then the weighted sum of that head's values"
+)
+
+
+@compute(
+    "06.two_heads",
+    "X = [[1, 0], [2, 1], [0, -1]] (3 positions, d_model = 2) goes through 2 heads of d_k = 1, "
+    "with W_Q = ln 2 * I and W_K = W_V = I (no biases), so head i reads only feature i. By "
+    "hand: at the last position, each head's three attention weights, then its output. Answer "
+    "with the last row of the concatenation [head_0; head_1] (before W_O): 2 numbers, 2 "
+    "decimals.",
+)
+def _two_heads(answer: Any) -> str | None:
+    return check_sealed("06.two_heads", answer, _TWO_HEADS, count=2, decimals=2, atol=0.006,
+                        hints=_TWO_HEADS_MISTAKES, advice=_TWO_HEADS_ADVICE)
+
+
 # ---- predict: swap two heads ------------------------------------------------------------
 
 SWAP_CHOICES = {
@@ -170,24 +215,25 @@ predict(
 
 think(
     "06.why_heads",
-    "Eight heads of d_k = 8 have exactly as many parameters as one head of width 64. What can "
-    "the eight heads do that the single wide head cannot, and what does each of them give up? "
-    "Use the relation task: why did one head per layer learn both questions more slowly than "
-    "two (section 6)?",
+    "Eight heads of d_k = 8 have as many parameters as one head of width 64. What can the "
+    "eight do that the wide head cannot, and what does each give up? Why might one layer of "
+    "one head learn the relation task more slowly than one layer of two (section 7), and why "
+    "do two layers of one head manage?",
 )
 
 
 teaching_notes(
     "06",
     60,
-    "split_heads merge_heads swap_heads why_heads",
+    "two_heads split_heads merge_heads swap_heads why_heads",
     goals=(
         "Split d_model into h heads with view and transpose, attend per head, merge, and "
         "project with W_O; explain why the parameter count does not depend on h.",
+        "Work out two small heads by hand: a softmax per head, then the concatenation.",
         "Check a from-scratch module against nn.MultiheadAttention, flipping the mask "
         "convention (PyTorch: True = blocked).",
         "Measure head specialisation on a task with two relations, over six seeds, test it "
-        "by ablation, and compare one head with two at equal size and steps.",
+        "by ablation, and compare one head per layer with two at equal steps.",
         "Use the same module for cross-attention (queries from one sequence, keys and values "
         "from another).",
     ),

@@ -1,10 +1,11 @@
 """Exercises of notebook 08 (Mini-GPT: build and train): the residual stream at
-initialisation, the warmup-stable-decay schedule, and what limits a training run's speed.
+initialisation, the warmup-stable-decay schedule, a training step's FLOPs per token, and
+what limits a training run's speed.
 
-The prediction is kept as the seal (:mod:`~minitx.course.exercises.seal`) of the letters the
-instructor's solution measures with :mod:`minitx.nn.gpt`; the schedule is compared with the
-trainer's own (:func:`minitx.train.optim.lr_at`), bound when this module is imported, which
-may not stand in for an answer, nor may PyTorch's learning-rate schedulers.
+The prediction and the count are kept as seals (:mod:`~minitx.course.exercises.seal`) of the
+answers the instructor's solutions compute with :mod:`minitx.nn.gpt`; the schedule is
+compared with the trainer's own (:func:`minitx.train.optim.lr_at`), bound when this module is
+imported, which may not stand in for an answer, nor may PyTorch's learning-rate schedulers.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import first_hint, implement, keyed_letters
 from minitx.course.exercises.plain import plain_number
+from minitx.course.exercises.seal import check_sealed
 from minitx.train.optim import lr_at
 
 DEPTH_CHOICES = {
@@ -24,6 +26,25 @@ DEPTH_CHOICES = {
     "d": "more than 6 times as large",
 }
 _DEEP_INIT = "ef87110ff279ac0b4785b19334a396fcd7e720a4"
+_FLOPS = "5810232e586f6a85eb9a497cabcf16fab3a29abb"
+_FLOPS_HINTS = {  # the seals of known mistakes
+    "7e6a67a1c106e0a804d90c0f70f7d4a1c51ca6cd":
+        "the tied head multiplies too: count its V x C weights in N",
+    "15c41318841bb020e59277a533f9e9755d81e81a":
+        "add attention's own work, 12 L T C per token",
+    "678f3d4249431f33cd7b58b1c7de9705ee7a068e":
+        "N counts only the weights that multiply: the embedding lookups and the LayerNorm "
+        "gains multiply nothing (the tied head does)",
+    "5df7a67e9ea16972c18e557c5847ce99d80f0573":
+        "the LayerNorm gains scale, they do not multiply a vector by a matrix: leave them "
+        "out of N",
+    "179de92e0e91c397b699f543e94507b040ff1332":
+        "that is the forward pass: training also runs backward, twice the forward's work",
+    "1d76ca7deea4a10944e5b712941cd19020f120e7":
+        "the token embedding is a lookup; its V x C weights multiply once, as the head",
+    "67a47d1a7ebc28daff6c65ac5214be1f81f4615c":
+        "attention's 12 T C is per block: there are L blocks",
+}
 # The trainer's schedule (TrainConfig.lr_at calls it) and PyTorch's schedulers: every
 # scheduler steps through LRScheduler.step; LinearLR is the straight line of warmup and decay.
 _SCHEDULES = (
@@ -106,6 +127,25 @@ def _wsd(answer: Any) -> str | None:
     return first_hint(answer, _wsd_cases(), _wsd_hint)
 
 
+# ---- compute: FLOPs per token ----------------------------------------------------------------
+
+
+@exercise(
+    "08.flops",
+    "How many FLOPs per token does training a GPT cost, counted as section 4 counts (6 N plus "
+    "12 L T C, with N the weights that multiply: the blocks' matrices and the tied head), "
+    "for L = 3 blocks, width C = 96, context T = 48 and the 65 symbols of tiny Shakespeare, "
+    "without biases? Answer with an int.",
+    kind="compute",
+)
+def _flops(answer: Any) -> str | None:
+    return check_sealed(
+        "08.flops", answer, _FLOPS, hints=_FLOPS_HINTS,
+        advice="N = L 12 C^2 (each block's attention and feed-forward matrices) + V C (the "
+        "tied head); then 6 N + 12 L T C",
+    )
+
+
 # ---- open question -------------------------------------------------------------------------
 
 
@@ -121,7 +161,7 @@ think(
 teaching_notes(
     "08",
     60,
-    "deep_init wsd throughput",
+    "deep_init wsd flops throughput",
     goals=(
         "Count a GPT's parameters from its sizes, and reconcile the count with another "
         "implementation's (nanoGPT leaves the position embeddings out of its count).",
