@@ -22,5 +22,5 @@ def _lstm_cases() -> list[tuple]:
 HIDDEN = {
     "02.lstm_step": Hidden(_lstm_cases, atol=1e-5, points=2,
                            forbid=("minitx.nn.rnn.LSTMCell", "minitx.nn.rnn.LSTM")),
-    "02.forget_gate": Hidden(atol=1e-3),
+    "02.forget_gate": Hidden(atol=6e-4),  # 0.121 and 0.122 pass, 0.123 does not
 }

@@ -4,9 +4,9 @@
 ``minitx.train.trainer.Trainer`` (plain Adam, constant rate, gradients clipped at 1, fresh
 batches) and returns its accuracies on a validation set and on a separate test set.
 ``tune_lr`` runs it at every rate of a sweep and picks, for this model, the rate with the
-best mean *validation* accuracy; it then runs that rate from more seeds, and the test
-accuracies at that rate, over all the seeds, are the result. Every model gets the same sweep,
-steps and seeds, so none is compared at a rate tuned for another.
+best mean *validation* accuracy; it then runs that rate from more, *held-out* seeds, and
+their test accuracies are the result: no seed that helped pick the rate is counted. Every
+model gets the same sweep, steps and seeds, so none is compared at a rate tuned for another.
 
 ``forget_bias=None`` keeps PyTorch's default initialisation of an LSTM; a number sets the
 forget-gate bias as a named intervention. The layers are PyTorch's ``nn.RNN`` and
@@ -97,7 +97,7 @@ def recall_runs(kind: str, hidden: int, gap: int, seeds: Iterable[int], *,
 @dataclass(frozen=True)
 class Sweep:
     """One model's learning-rate sweep: accuracies per rate (one per seed), the rate picked
-    on mean validation accuracy, and the test accuracies of more seeds run at that rate."""
+    on mean validation accuracy, and the test accuracies of held-out seeds run at that rate."""
 
     val: dict[float, list[float]]
     test: dict[float, list[float]]
@@ -110,8 +110,9 @@ class Sweep:
 
     @property
     def result(self) -> list[float]:
-        """Test accuracies at ``best_lr``, one per seed: the sweep's seeds, then the more."""
-        return [*self.test[self.best_lr], *self.more_test]
+        """Test accuracies at ``best_lr`` of the held-out seeds only, one per seed: the
+        sweep's own seeds picked the rate, so they are not counted (empty without more)."""
+        return list(self.more_test)
 
 
 def _mean(xs: Sequence[float]) -> float:

@@ -76,20 +76,21 @@ def test_the_sweep_picks_on_validation_and_reports_test():
     sweep = Sweep(val={3e-3: [0.5, 0.7], 1e-2: [0.9, 0.8], 3e-2: [0.9, 0.8]},
                   test={3e-3: [0.4, 0.6], 1e-2: [0.7, 0.9], 3e-2: [1.0, 1.0]})
     assert sweep.best_lr == 1e-2  # a tie on validation goes to the smaller rate
-    assert sweep.result == [0.7, 0.9]  # test accuracies never choose the rate
+    assert sweep.test[sweep.best_lr] == [0.7, 0.9]  # test accuracies never choose the rate
+    assert sweep.result == []  # no held-out seeds, nothing to report
     run = tune_lr("rnn", 8, 1, [0], lrs=(1e-2, 3e-2), steps=5, n_eval=20)
     assert set(run.val) == set(run.test) == {1e-2, 3e-2} and run.best_lr in run.val
     assert LEARNING_RATES == (3e-3, 1e-2, 3e-2)
 
 
-def test_more_seeds_run_at_the_picked_rate_only_and_join_the_result():
+def test_more_seeds_run_at_the_picked_rate_only_and_are_the_whole_result():
     sweep = Sweep(val={1e-2: [0.9], 3e-2: [0.5]}, test={1e-2: [0.8], 3e-2: [1.0]},
                   more_test=(0.6, 0.7))
-    assert sweep.result == [0.8, 0.6, 0.7]
+    assert sweep.result == [0.6, 0.7]  # the seed that picked the rate is not counted
     kw = {"lrs": (1e-2, 3e-2), "steps": 5, "n_eval": 20}
     run = tune_lr("rnn", 8, 1, [0], more_seeds=[1, 2], **kw)
     assert run.val == tune_lr("rnn", 8, 1, [0], **kw).val  # more seeds never pick the rate
     _, more = recall_runs("rnn", 8, 1, [1, 2], lr=run.best_lr, steps=5, n_eval=20)
-    assert run.result == [*run.test[run.best_lr], *more]
+    assert run.result == more
     with pytest.raises(ValueError, match=r"new seeds, got \[0\]"):
         tune_lr("rnn", 8, 1, [0, 1], more_seeds=[0, 5], **kw)

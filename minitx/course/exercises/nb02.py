@@ -3,28 +3,28 @@ here: the instructor's solutions compute them (instructor/solutions/nb02.py)."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from minitx.course.exercises import exercise, teaching_notes, think
 from minitx.course.exercises.checks import compare, implement, predict
-from minitx.course.exercises.seal import check_sealed
+from minitx.course.exercises.plain import numbers
+from minitx.course.exercises.seal import canonical, hint_for, seal
 from minitx.nn.rnn import LSTMCell
 
 FORGET, STEPS = 0.9, 20
 HIDDEN_SIZES = (32, 256)
-CONV_STACKS = ((5, 2), (3, 4))  # (kernel, layers)
 
 # Seals of the answers (minitx.course.exercises.seal), computed from the instructor's
 # solutions (instructor/solutions/nb02.py), and of known mistakes; the package keeps no answer.
 _HIDDEN_SIZE = "5100582bb701f84576e971172a9be651b9725d0b"
-_CNN_REACH = "420e036cf2a6ae1de98ae8492be557b3bfdf5353"
-_FORGET_GATE = "c3b9c911b7921f43b352fc95c220cc3f95c9c892"  # 3 decimals
+_FORGET_GATE = "bdd06e36c0140b9ae13b4a68d9d488631b340555"  # 4 decimals
+_FORGET_GATE_2DP = "97f33213837cf8551bb06f24dd206331aebba72e"  # rounded to 2 decimals, "0.1200"
 _ADDS = "the forget gate multiplies the cell state at every step; it does not add"
-_FORGET_GATE_MISTAKES = {
+_FORGET_GATE_MISTAKES = {  # at 3 decimals
     "77c672187e6c52da0e61f75db3bbbc3e8ef3387d": _ADDS,  # f * STEPS
     "9dd7798682f3fa70ef4d9362416958feabae3976": _ADDS,  # 1 - (1 - f) * STEPS
-    # the answer rounded to 2 decimals
-    "e689f0db6e239e13c20fb94793576113391fb210": "give the fraction to 3 decimals, not 2",
 }
 
 
@@ -45,23 +45,6 @@ predict(
     _HIDDEN_SIZE,
     "look at how PyTorch draws W_hh: uniform in (-1/sqrt(H), 1/sqrt(H)); ask how much "
     "such a matrix stretches a vector as H grows",
-)
-
-
-# ---- predict: two stacks of causal convolutions ---------------------------------------------
-
-predict(
-    "02.cnn_reach",
-    f"Two stacks of causal 1-D convolutions: {CONV_STACKS[0][1]} layers with kernel "
-    f"{CONV_STACKS[0][0]}, and {CONV_STACKS[1][1]} layers with kernel {CONV_STACKS[1][0]}. "
-    "Predict which output sees more past tokens:",
-    {
-        "a": "the stack with the wider kernel",
-        "b": "the deeper stack",
-        "c": "both see exactly the same number",
-    },
-    _CNN_REACH,
-    "count, layer by layer, how many new past positions each layer adds to the window",
 )
 
 
@@ -142,15 +125,21 @@ def _(fn, _reference=lstm_cell_step):
     kind="compute",
 )
 def _(answer):
-    return check_sealed(
-        "02.forget_gate",
-        answer,
-        _FORGET_GATE,
-        decimals=3,
-        atol=1e-3,
-        hints=_FORGET_GATE_MISTAKES,
-        advice="with g = 0, c_t = f * c_(t-1); apply that repeatedly",
-    )
+    name = "02.forget_gate"
+    values = numbers(answer, 1)
+    if isinstance(values, str):
+        return values
+    value = values[0]
+    if not math.isfinite(value):
+        return "answer with a finite number"
+    # Right within about 6e-4 (0.121 and 0.122 both are): the answer moved by up to 6 steps
+    # of 1e-4 and rounded to 4 decimals meets the seal of the 4-decimal truth.
+    if any(seal(name, canonical(value + k * 1e-4, 4)) == _FORGET_GATE for k in range(-6, 7)):
+        return None
+    if seal(name, canonical(value, 4)) == _FORGET_GATE_2DP:
+        return "give the fraction to 3 decimals, not 2"
+    return hint_for(name, canonical(value, 3), _FORGET_GATE_MISTAKES) or (
+        "with g = 0, c_t = f * c_(t-1); apply that repeatedly")
 
 
 # ---- think ----------------------------------------------------------------------------------
@@ -168,17 +157,18 @@ think(
 teaching_notes(
     "02",
     60,
-    "hidden_size lstm_step cnn_reach cnn_or_rnn",
+    "hidden_size lstm_step cnn_or_rnn",
     goals=(
         "Compute an RNN step by hand and explain weight sharing across time.",
         "Read and check from-scratch RNN, LSTM and GRU cells against PyTorch with copied "
         "weights, and write one LSTM step.",
         "Measure vanishing gradients with autograd, compare them with the 0.45^N estimate "
-        "and explain the measured rate from the measured tanh' and gain of W_hh; explain the "
-        "LSTM's additive cell state, its forget gate, and gradient clipping.",
+        "and explain the measured rate from the measured tanh' and the spectral radius of "
+        "W_hh; explain the LSTM's additive cell state, its forget gate, and gradient clipping.",
         "Run a fair comparison: equal parameter counts, default initialisation first, one "
         "named intervention (the forget-gate bias), a learning rate tuned for each model on "
-        "validation accuracy, the same budget and seeds, the spread shown.",
+        "validation accuracy, the same budget and seeds, results from held-out seeds with "
+        "the spread shown.",
         "Measure the two limits that attention removes: the RNN's sequential chain and the "
         "convolution's fixed window.",
     ),
@@ -190,8 +180,8 @@ teaching_notes(
         "An LSTM cannot forget; its forget gate multiplies the cell state at every step.",
         "An LSTM out of the box remembers longer than an RNN; at default initialisation and "
         "equal parameters it stayed at chance on gap 20 at every learning rate tried, where "
-        "the tuned RNN learned it in 8 runs of 16; with the forget-gate bias at 2 it learned "
-        "it in 14 of 16.",
+        "the tuned RNN learned it in 7 of 12 held-out runs; with the forget-gate bias at 2 it "
+        "learned it in 10 of 12.",
         "A bigger batch makes a recurrent network's steps run in parallel; it parallelises "
         "across sequences, never across time.",
     ),
