@@ -300,3 +300,64 @@ def test_the_char_bpe_record_follows_from_its_runs_and_readme_quotes_it() -> Non
         assert char_bpe_row(kind, summary) in readme.splitlines(), kind
     capability = record["capability"]
     assert f"{capability['isa']} kernels" in readme and "benchmarks/bench_char_bpe.py" in readme
+
+
+# ------------------------------------------------------------ notebook 09's ladder on three seeds
+
+
+def test_the_ladder_record_is_three_seeds_and_notebook_09_quotes_it() -> None:
+    """benchmarks/results/ladder_seeds.json: every rung and variant on three seeds, the table
+    at the sweep's best rate; notebook 09 quotes it, and what the notebook says of it holds."""
+    import importlib.util
+
+    from minitx.course.ladder import RUNGS, TABLE_LR
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_ladder_seeds", ROOT / "benchmarks" / "bench_ladder_seeds.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    record = json.loads((RESULTS / "ladder_seeds.json").read_text())
+    names = [r.name for r in RUNGS + bench.VARIANTS]
+    assert [(r["rung"], r["seed"]) for r in record["rows"]] == [
+        (n, s) for s in bench.SEEDS for n in names]
+    assert record["steps"] == 300 and record["table_lr"] == TABLE_LR
+    s = bench.summary(record)
+    assert s["best table rate"] == TABLE_LR
+    notebook = json.loads((ROOT / "notebooks" / "09_gpt_what_each_piece_buys.ipynb").read_text())
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in notebook["cells"]
+                     if c["cell_type"] == "markdown")
+    for sentence in bench.quotes(record):
+        assert sentence in prose, sentence
+    # what the notebook says of the record
+    steps, removed = s["steps"], s["removed"]
+    assert all(0 < d < 0.04 for d in s["table vs counted"])  # "within 0.04 of the counted"
+    assert abs(steps["one head"]["mean"]) < 0.02  # one head no better than the table
+    for n in ("one head", "+ feed-forward"):  # "the first and third change sign"
+        assert steps[n]["min"] < 0 < steps[n]["max"], n
+    assert all(steps[n]["min"] > 0 for n in ("multi-head", "+ residual + LayerNorm",
+                                              "+ positions"))
+    assert removed["feed-forward"]["min"] > removed["multi-head"]["max"]  # the recap
+
+
+# ------------------------------------------------------------ the date models, notebook 10
+
+
+def test_notebook_10_prints_the_date_models_record() -> None:
+    """Notebook 10 prints benchmarks/results/date_models.json's summary (the shipped checkpoint
+    carries it; tests/course/test_date_models.py checks that copy): every row is the record's."""
+    record = json.loads((RESULTS / "date_models.json").read_text())
+    cells = json.loads((ROOT / "notebooks" / "10_encoder_decoder.ipynb").read_text())["cells"]
+    printed = "".join("".join(o.get("text", "")) for c in cells if c["cell_type"] == "code"
+                      for o in c.get("outputs", [])).splitlines()
+    models = list(record["summary"].values())  # the GRU model, then the transformer
+    for key in models[0]["test_acc"]:
+        lines = [s for s in printed if re.match(rf"(length )?{re.escape(key)}( \(\d+\))?  ", s)]
+        assert len(lines) == 1, key
+        cells_ = [f"{c['mean']:.3f} ({c['min']:.3f}-{c['max']:.3f})"
+                  for c in (m["test_acc"][key] for m in models)]
+        assert lines[0].split()[-4:] == " ".join(cells_).split(), (key, lines[0])
+    assert ("steps to 95% on validation: " + "; ".join(
+        f"{name} {s['steps_to_95']}" for name, s in record["summary"].items())) in printed
+    prose = " ".join(" ".join("".join(c["source"]) for c in cells
+                              if c["cell_type"] == "markdown").split())
+    assert all(m["lr"] == 1e-2 for m in models) and "$10^{-2}$ for both" in prose

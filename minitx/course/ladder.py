@@ -10,7 +10,8 @@
 Every rung sees the same batches, the same number of training tokens and the same
 evaluation batches (:func:`train_rung`: ``minitx.train.trainer.Trainer`` with the one recipe
 :func:`ladder_recipe`), so the ladder of validation losses measures what each piece buys on
-this data and budget.
+this data and budget. The bigram table, which has no matrix for Muon, trains with AdamW at
+its own swept rate :data:`TABLE_LR` (``benchmarks/bench_ladder_seeds.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class Rung:
     positions: bool = False
 
 
+# AdamW's rate for the bigram table: the best of 6e-3 (the recipe's), 0.03, 0.1 and 0.3 over
+# three seeds at 300 steps (benchmarks/bench_ladder_seeds.py); at 6e-3 it ends far from the
+# counted bigram, so the ladder's first step would measure a slow baseline, not attention.
+TABLE_LR = 0.3
+
 RUNGS = (
     Rung("bigram"),
     Rung("one head", n_head=1),
@@ -52,7 +58,9 @@ RUNGS = (
 )
 
 
-def ladder_recipe(max_steps: int = 800, seed: int | None = None) -> Preset:
+def ladder_recipe(
+    max_steps: int = 800, seed: int | None = None, learning_rate: float | None = None
+) -> Preset:
     """The recipe every rung trains with: 2 layers x 64 wide, context 32, 800 steps of
     16 windows, with the ``cpu`` preset's optimisers (Muon for the matrices, AdamW at
     lr 6e-3 for the rest) and schedule. Small enough for a minute on one CPU core, and
@@ -61,11 +69,13 @@ def ladder_recipe(max_steps: int = 800, seed: int | None = None) -> Preset:
     ``max_steps`` shortens or lengthens the run (the schedule follows: warmup 20 steps, the
     last half a straight line down); ``seed`` replaces the preset's seed, which draws the
     training batches and the fixed evaluation batches (the initial weights come from
-    ``torch.manual_seed``)."""
+    ``torch.manual_seed``); ``learning_rate`` replaces AdamW's rate."""
     train = {"max_steps": max_steps, "batch_size": 16, "warmup_steps": 20,
              "eval_interval": 100, "eval_steps": 10, "log_interval": 10}
     if seed is not None:
         train["seed"] = seed
+    if learning_rate is not None:
+        train["learning_rate"] = learning_rate
     return get_preset("cpu").with_overrides(
         model={"n_layer": 2, "n_embd": 64, "block_size": 32}, train=train
     )
@@ -93,16 +103,18 @@ def train_rung(
     max_steps: int = 800,
     seed: int | None = None,
     runtime: Runtime | None = None,
+    table_lr: float = TABLE_LR,
 ) -> Trainer:
     """Train one rung with :func:`ladder_recipe` ``(max_steps, seed)`` on windows of
-    ``train_data`` (N,) long, scored on the recipe's fixed batches of ``val_data``. The initial
+    ``train_data`` (N,) long, scored on the recipe's fixed batches of ``val_data``; the bigram
+    table (``rung.n_head`` 0) trains at AdamW rate ``table_lr`` instead. The initial
     weights come from ``torch.manual_seed(seed or 0)``; ``seed`` None keeps the recipe's own
     batches. ``runtime`` defaults to one CPU thread without compiling (the models are tiny).
     Returns the :class:`~minitx.train.trainer.Trainer`: its ``history``, ``last_val_loss``
     and ``get_batch`` (the same batches for another model)."""
     if not isinstance(rung, Rung):
         raise TypeError(f"rung must be a Rung, got {type(rung).__name__}")
-    recipe = ladder_recipe(max_steps=max_steps, seed=seed)
+    recipe = ladder_recipe(max_steps, seed, None if rung.n_head else table_lr)
     config = recipe.gpt_config(vocab_size)
     runtime = plan_runtime("cpu", threads=1, compile=False) if runtime is None else runtime
     torch.manual_seed(seed or 0)  # the initial weights
@@ -195,5 +207,5 @@ class LadderModel(nn.Module):
             )
 
 
-__all__ = ["RUNGS", "LadderBlock", "LadderModel", "Rung", "counted_bigram", "ladder_recipe",
-           "train_rung"]
+__all__ = ["RUNGS", "TABLE_LR", "LadderBlock", "LadderModel", "Rung", "counted_bigram",
+           "ladder_recipe", "train_rung"]

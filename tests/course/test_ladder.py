@@ -10,6 +10,7 @@ import torch
 
 from minitx.course.ladder import (
     RUNGS,
+    TABLE_LR,
     LadderModel,
     Rung,
     counted_bigram,
@@ -105,28 +106,29 @@ def test_ladder_recipe_is_the_cpu_preset_at_a_small_size():
 
 
 def test_every_rung_learns_with_the_ladder_recipe():
-    """The recipe must suit every rung, the bigram table (AdamW alone) included: a rung
-    that barely moves from chance would make the ladder's comparison meaningless. The
-    table gets the recipe's full 800 steps (it is cheap), the others a short slice."""
+    """The recipe must suit every rung, the bigram table (AdamW alone, at ``TABLE_LR``)
+    included: a rung that barely moves from chance would make the ladder's comparison
+    meaningless. Every rung gets a short slice of the recipe."""
     text = "to be, or not to be: that is the question. " * 60
     data = torch.tensor([ord(c) - 32 for c in text])  # ids below 96
     recipe = ladder_recipe()
     batches = BlockBatches(data[:2200], data[2200:], recipe.model["block_size"], 16)
-    full = replace(recipe.train, eval_interval=recipe.train.max_steps)  # score first, last
     short = replace(recipe.train, max_steps=120, warmup_steps=10, eval_interval=120)
     for rung in RUNGS:
         torch.manual_seed(0)
         model = LadderModel(rung, 96, recipe.model["block_size"], n_embd=64, n_layer=2)
-        trainer = Trainer(model, short if rung.n_head else full, batches,
-                          progress=False)
+        config = short if rung.n_head else replace(short, learning_rate=TABLE_LR)
+        trainer = Trainer(model, config, batches, progress=False)
         trainer.train()
         start, end = trainer.history["val_loss"][0], trainer.history["val_loss"][-1]
         assert end < 0.5 * start, (rung.name, start, end)
 
 
-def test_ladder_recipe_takes_a_length_and_a_seed():
+def test_ladder_recipe_takes_a_length_a_seed_and_a_rate():
     short = ladder_recipe(max_steps=300, seed=5)
     assert short.train == replace(ladder_recipe().train, max_steps=300, seed=5)
+    assert ladder_recipe(learning_rate=0.3).train == replace(ladder_recipe().train,
+                                                             learning_rate=0.3)
     assert ladder_recipe(seed=None).train.seed == get_preset("cpu").train.seed
 
 
@@ -155,9 +157,14 @@ def test_train_rung_trains_with_the_recipe_and_its_seed():
     runs = [train_rung(RUNGS[0], train, val, 96, max_steps=30, seed=s) for s in (None, None, 3)]
     assert runs[0].last_val_loss == runs[1].last_val_loss != runs[2].last_val_loss
     assert runs[0].history["eval_step"][-1] == 30
-    assert runs[0].config == ladder_recipe(max_steps=30).train
+    assert runs[0].config == ladder_recipe(max_steps=30, learning_rate=TABLE_LR).train
+    slow = train_rung(RUNGS[0], train, val, 96, max_steps=30, table_lr=6e-3)
+    assert slow.config == ladder_recipe(max_steps=30).train  # the recipe's own rate
+    head = train_rung(RUNGS[1], train, val, 96, max_steps=2)
+    assert head.config == ladder_recipe(max_steps=2).train  # attention rungs: the recipe's
     counted = Trainer(counted_bigram(train, 96, 32), runs[0].config, runs[0].get_batch,
                       runtime=runs[0].runtime, progress=False)
-    assert counted.evaluate()["val"] < runs[0].last_val_loss
+    assert counted.evaluate()["val"] < slow.last_val_loss  # same windows, another model
+    assert runs[0].last_val_loss < slow.last_val_loss  # TABLE_LR learns faster
     with pytest.raises(TypeError, match="rung must be a Rung"):
         train_rung("bigram", train, val, 96)
