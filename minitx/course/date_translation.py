@@ -1,10 +1,12 @@
 """Training the RNN encoder-decoder of :mod:`minitx.nn.seq2seq` on the date task, through
-the one :class:`minitx.train.trainer.Trainer`."""
+the one :class:`minitx.train.trainer.Trainer`; and the two date models trained to the end
+that the package ships (notebook 10), made by ``benchmarks/bench_date_models.py``."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -14,12 +16,51 @@ from torch import Tensor, nn
 from minitx.data import dates
 from minitx.data.dates import DateBatch, DateExample
 from minitx.data.tokenizer import IGNORE_INDEX
+from minitx.nn.encoder_decoder import DateTransformer
 from minitx.nn.modes import model_device
 from minitx.nn.seq2seq import Seq2Seq, exact_match
 from minitx.train.runtime import plan_runtime
 from minitx.train.trainer import TrainConfig, Trainer
 
-__all__ = ["DateTask", "train_seq2seq"]
+__all__ = ["DATE_MODELS", "SHIPPED_DATE_MODELS", "DateTask", "build_date_model",
+           "load_date_models", "train_seq2seq"]
+
+# The date models of notebook 10, by name: how to build each, untrained.
+DATE_MODELS = {
+    "Bahdanau (GRU)": ("seq2seq", {"attention": "additive"}),  # notebook 03's attention model
+    "transformer": ("transformer", {"d_model": 32, "d_ff": 64}),  # notebook 10's
+}
+SHIPPED_DATE_MODELS = Path(__file__).resolve().parents[1] / "data/checkpoints/date_models.pt"
+
+
+def build_date_model(name: str) -> nn.Module:
+    """A fresh, untrained model of :data:`DATE_MODELS` (initialised from torch's RNG)."""
+    if name not in DATE_MODELS:
+        raise ValueError(f"name must be one of {sorted(DATE_MODELS)}, got {name!r}")
+    kind, kwargs = DATE_MODELS[name]
+    return Seq2Seq.for_dates(**kwargs) if kind == "seq2seq" else DateTransformer(**kwargs)
+
+
+def load_date_models(path: str | Path | None = None) -> dict[str, nn.Module]:
+    """The shipped date models (seed 0, at their best swept learning rate, trained until they
+    write 99% of the validation dates right), in eval mode, by name:
+    ``{"Bahdanau (GRU)": Seq2Seq, "transformer": DateTransformer}``. Their recipe and
+    scores: ``benchmarks/results/date_models.json``."""
+    path = Path(SHIPPED_DATE_MODELS if path is None else path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the date models should come with the minitx package but are not at {path}: "
+            "reinstall minitx, or run benchmarks/bench_date_models.py --record"
+        )
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(ckpt, dict) or ckpt.get("format") != "minitx-date-models-1":
+        raise ValueError(f"{path} is not a date-models checkpoint (format minitx-date-models-1)")
+    models = {}
+    for name, saved in ckpt["models"].items():
+        models[name] = build_date_model(name)
+        models[name].load_state_dict(saved["state_dict"])
+        models[name].eval()
+    return models
 
 
 class DateTask:
