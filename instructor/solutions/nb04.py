@@ -94,7 +94,8 @@ def attention(
     """softmax(Q K^T / sqrt(d_k)) V and the weights, for Q (..., n_q, d_k), K (..., n_k,
     d_k), V (..., n_k, d_v)."""
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))  # (..., n_q, n_k)
-    A = torch.softmax(scores, dim=-1)  # each row sums to 1
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))  # largest entry exp(0) = 1
+    A = e / e.sum(dim=-1, keepdim=True)  # each row sums to 1
     return A @ V, A
 
 

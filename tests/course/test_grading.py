@@ -123,7 +123,8 @@ HONEST = {
     "04.attention": """
 def attention(Q, K, V):
     scores = Q.float() @ K.float().transpose(-2, -1) / math.sqrt(Q.size(-1))
-    A = torch.softmax(scores, dim=-1)
+    e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+    A = e / e.sum(dim=-1, keepdim=True)
     return (A @ V.float()).double(), A.double()
 
 check("04.attention", attention)
@@ -216,7 +217,9 @@ def test_the_summary(graded):
 def test_honest_answers_in_a_wrong_shape_or_value_are_not_yet(tmp_path):
     wrong = """
 def attention(Q, K, V):
-    A = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)  # no scale
+    s = Q @ K.transpose(-2, -1)  # no scale
+    e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    A = e / e.sum(dim=-1, keepdim=True)
     return A @ V, A
 
 check("04.attention", attention)
@@ -227,7 +230,7 @@ check("07.block_params", 28273)
                                                              [IMPORTS, wrong]), timeout=30)}
     assert {n: g.status for n, g in rows.items()} == dict.fromkeys(
         ("04.attention", "04.tiny", "07.block_params"), "not yet")
-    assert "hidden case 1 of 5" in rows["04.attention"].detail
+    assert "hidden case 1 of 6" in rows["04.attention"].detail
 
 
 # ---- no process: the code read, plain data compared ---------------------------------------

@@ -86,7 +86,9 @@ def attention_spec() -> str:
 
 
 def _attention(Q, K, V):
-    A = torch.softmax(Q @ K.transpose(-2, -1) / Q.size(-1) ** 0.5, dim=-1)
+    s = Q @ K.transpose(-2, -1) / Q.size(-1) ** 0.5
+    e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    A = e / e.sum(dim=-1, keepdim=True)
     return A @ V, A
 
 

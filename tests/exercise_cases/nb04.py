@@ -30,8 +30,14 @@ def attention_by_hand(Q, K, V):
     return A @ V, A
 
 
+def _stable_softmax(s):
+    """A learner's own softmax over the last axis, the row maximum subtracted first."""
+    e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
 def attention_einsum(Q, K, V):
-    A = torch.einsum("...qd,...kd->...qk", Q, K).div(math.sqrt(Q.size(-1))).softmax(-1)
+    A = _stable_softmax(torch.einsum("...qd,...kd->...qk", Q, K).div(math.sqrt(Q.size(-1))))
     return torch.einsum("...qk,...kv->...qv", A, V), A
 
 
@@ -46,7 +52,7 @@ def attention_numpy(Q, K, V):
 
 def attention_float32(Q, K, V):
     Q, K, V = Q.float(), K.float(), V.float()
-    A = torch.softmax(Q @ K.mT * Q.shape[-1] ** -0.5, dim=-1)
+    A = _stable_softmax(Q @ K.mT * Q.shape[-1] ** -0.5)
     return A @ V, A
 
 
@@ -98,6 +104,22 @@ def cheat_float(Q, K, V):
     return Z.double(), A.double()
 
 
+def cheat_library_softmax(Q, K, V):
+    """Everything by hand but the softmax, PyTorch's."""
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)), dim=-1)
+    return A @ V, A
+
+
+def cheat_tensor_softmax(Q, K, V):
+    A = (Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).softmax(-1)
+    return A @ V, A
+
+
+def cheat_log_softmax(Q, K, V):
+    A = (Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).log_softmax(-1).exp()
+    return A @ V, A
+
+
 CHEATS = {
     "04.attention": (
         scaled_dot_product_attention,
@@ -109,31 +131,43 @@ CHEATS = {
         cheat_module,
         cheat_by_getattr,
         cheat_float,
+        cheat_library_softmax,
+        cheat_tensor_softmax,
+        cheat_log_softmax,
     ),
 }
 
 
 @wrong("04.attention", "did not scale")
 def no_scale(Q, K, V):
-    A = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
+    A = _stable_softmax(Q @ K.transpose(-2, -1))
     return A @ V, A
 
 
 @wrong("04.attention", "divided the scores by d_k")
 def scale_by_d_k(Q, K, V):
-    A = torch.softmax(Q @ K.transpose(-2, -1) / Q.size(-1), dim=-1)
+    A = _stable_softmax(Q @ K.transpose(-2, -1) / Q.size(-1))
     return A @ V, A
 
 
 @wrong("04.attention", "softmax's axis")
 def softmax_over_queries(Q, K, V):
-    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)), dim=-2)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    e = torch.exp(s - s.max(dim=-2, keepdim=True).values)
+    A = e / e.sum(dim=-2, keepdim=True)  # over the queries
     return A @ V, A
 
 
 @wrong("04.attention", "raised")
 def two_dimensional_only(Q, K, V):
-    A = torch.softmax(Q @ K.t() / math.sqrt(Q.size(-1)), dim=-1)  # K.t() is for 2-D only
+    A = _stable_softmax(Q @ K.t() / math.sqrt(Q.size(-1)))  # K.t() is for 2-D only
+    return A @ V, A
+
+
+@wrong("04.attention", "A holds NaN")
+def overflows_on_large_scores(Q, K, V):
+    e = torch.exp(Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)))  # no maximum subtracted
+    A = e / e.sum(dim=-1, keepdim=True)
     return A @ V, A
 
 

@@ -220,12 +220,16 @@ def forbidden_call(answer: Any, forbidden: tuple[str, ...]) -> str | None:
     return None
 
 
-def _targets(forbidden: tuple[str, ...]) -> tuple[dict[Any, str], dict[int, str]]:
+def _targets(
+    forbidden: tuple[str, ...],
+) -> tuple[dict[Any, str], dict[int, str], dict[tuple[type, str], str]]:
     """What :func:`forbidding` watches for: code objects of Python functions (a class
-    stands for its ``forward``, else its ``__init__``), and C functions by identity (kept
-    alive with the name, so that no id is reused)."""
+    stands for its ``forward``, else its ``__init__``), C functions by identity (kept
+    alive with the name, so that no id is reused), and C methods such as
+    ``torch.Tensor.softmax`` by their class and name (each call binds a new method)."""
     codes: dict[Any, str] = {}
     builtin: dict[int, tuple[str, Any]] = {}
+    methods: dict[tuple[type, str], str] = {}
     for name, found in _functions(forbidden):
         obj = _unwrap(found)
         if isinstance(obj, type):
@@ -235,12 +239,14 @@ def _targets(forbidden: tuple[str, ...]) -> tuple[dict[Any, str], dict[int, str]
             codes[code] = name
         elif isinstance(obj, types.BuiltinFunctionType):
             builtin[id(obj)] = (name, obj)
+        elif isinstance(obj, types.MethodDescriptorType):
+            methods[obj.__objclass__, obj.__name__] = name
         elif type(obj).__module__ == "torch._ops":
             continue  # torch.ops.*: refused by reading the answer's code (review.py)
         else:
             raise ValueError(f"cannot watch {name}: expected a function, a method or a class "
                              f"with a forward or __init__ in Python, got {type(obj).__name__}")
-    return codes, builtin
+    return codes, builtin, methods
 
 
 def forbidding(answer: Callable[..., Any], forbidden: tuple[str, ...],
@@ -251,13 +257,18 @@ def forbidding(answer: Callable[..., Any], forbidden: tuple[str, ...],
     (a class is watched through its ``forward``), or another function that calls it. It
     watches Python's profiling hook, which sees every call by the function it calls, not by
     the name it was reached under. Removing the hook counts as a use too."""
-    codes, builtin = _targets(forbidden)
+    codes, builtin, methods = _targets(forbidden)
 
     def hook(frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "call" and frame.f_code in codes:
             used.append(codes[frame.f_code])
         elif event == "c_call" and id(arg) in builtin:
             used.append(builtin[id(arg)][0])
+        elif event == "c_call" and methods:
+            owner = getattr(arg, "__self__", None)
+            for (cls, method), name in methods.items():
+                if getattr(arg, "__name__", None) == method and isinstance(owner, cls):
+                    used.append(name)
 
     @functools.wraps(answer)
     def run(*args: Any, **kwargs: Any) -> Any:

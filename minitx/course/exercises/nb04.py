@@ -101,7 +101,8 @@ predict(
 
 def attention_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Random test inputs (seeded): one sentence, a batch of heads with n_q != n_k and
-    d_k != d_v, large scores, a single token and a batch of one."""
+    d_k != d_v, large scores, a single token, a batch of one, and scores near 1,000 (where
+    exp overflows unless each row's maximum is subtracted first)."""
     g = torch.Generator().manual_seed(404)
 
     def randn(*shape: int, scale: float = 1.0) -> torch.Tensor:
@@ -113,6 +114,7 @@ def attention_inputs() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         (randn(4, 16, scale=2.0), randn(4, 16, scale=2.0), randn(4, 2)),
         (randn(1, 3), randn(1, 3), randn(1, 2)),
         (randn(1, 3, 2), randn(1, 3, 2), randn(1, 3, 2)),
+        (randn(3, 4, scale=40.0), randn(5, 4, scale=40.0), randn(5, 2)),  # scores near 1e3
     ]
 
 
@@ -140,8 +142,18 @@ def _diagnose_weights(name: str, got: dict, want: dict, args: tuple) -> str | No
     "04.attention",
     "Write attention(Q, K, V) that returns (Z, A): A = softmax(Q K^T / sqrt(d_k)) and "
     "Z = A V, for Q of shape (..., n_q, d_k), K (..., n_k, d_k), V (..., n_k, d_v), where "
-    "'...' is any number of batch dimensions (none, or batch and heads).",
+    "'...' is any number of batch dimensions (none, or batch and heads). Write the softmax "
+    "yourself, stable for large scores (subtract each row's maximum before exp); the "
+    "library's softmax is not allowed.",
     forbid=(
+        "minitx.nn.attention.masked_softmax",
+        "torch.softmax",
+        "torch.Tensor.softmax",
+        "torch.nn.functional.softmax",
+        "torch.special.softmax",
+        "torch.log_softmax",
+        "torch.Tensor.log_softmax",
+        "torch.nn.functional.log_softmax",
         "minitx.nn.attention.scaled_dot_product_attention",
         "minitx.nn.attention._score_softmax_sum",
         "minitx.nn.attention.DotProductAttention",
