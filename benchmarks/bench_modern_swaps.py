@@ -45,15 +45,17 @@ def summary(rows: list[dict]) -> dict[str, dict]:
 
 
 def quote(rows: list[dict]) -> str:
-    """What notebook 11 says of the record: the three means and the verdict."""
+    """What notebook 11 says of the record: four means and the verdict."""
     table = summary(rows)
     base, rope, four = table[mb.BASELINE], table["RoPE"], table["all four"]
+    swiglu = table["SwiGLU"]
     swaps = [n for n in table if n != mb.BASELINE]
     beyond = [n for n in swaps if table[n]["verdict"] != "no difference measured"]
     said = (", ".join(f"{n} {table[n]['verdict']}" for n in beyond) if beyond else
             "no swap's gap exceeds three times the larger seed spread")
     return (f"the GPT-2 block's mean loss is {base['mean']:.3f} (spread {base['spread']:.3f}), "
-            f"RoPE's {rope['mean']:.3f} and all four's {four['mean']:.3f}: {said}")
+            f"RoPE's {rope['mean']:.3f}, SwiGLU's {swiglu['mean']:.3f} and all four's "
+            f"{four['mean']:.3f}: {said}")
 
 
 def main(argv: list[str] | None = None) -> None:
