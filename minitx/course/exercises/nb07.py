@@ -142,16 +142,15 @@ def _block_params(answer: Any) -> str | None:
 think(
     "07.long_context",
     "A sliding window of w positions makes attention's cost grow like n times w instead of n "
-    "squared, and stacking such layers lets information travel further than one window, "
-    "hop by hop. Why is that longer reach weaker than it sounds? Name two other ways a model "
-    "could use a document far longer than its window, and what each one gives up.",
+    "squared. What does a windowed model still lose on a document far longer than its window? "
+    "Name two other ways a model could use such a document, and what each one gives up.",
 )
 
 
 teaching_notes(
     "07",
     70,
-    "sinusoidal no_positions window_reach long_context",
+    "sinusoidal no_positions window_reach block_params long_context",
     goals=(
         "Show that attention without positions is permutation-equivariant, and add positions: "
         "sinusoidal (computed by hand) and learned; name rotary ones (built in notebook 11).",
@@ -162,11 +161,11 @@ teaching_notes(
         "the feed-forward network computes on each position.",
         "Count parameters of a block and a GPT, and predict the loss at step 0 (ln V).",
         "Measure attention's quadratic cost, compare honestly with an RNN of equal width "
-        "(PyTorch's compiled nn.RNN, not only a Python loop; on one thread neither clearly wins "
-        "at n = 1024, "
-        "and the RNN's chain of dependent steps, counted with graph_depth, grows with n where "
-        "attention's does not: parallel hardware cannot shorten it), and see what a context "
-        "window and a sliding window cost and lose.",
+        "(PyTorch's compiled nn.RNN, not only a Python loop, against a whole attention layer "
+        "with its projections; on one thread at n = 1024 the RNN is faster, by far less than its "
+        "10x fewer operations, and the RNN's chain of dependent steps, counted with "
+        "graph_depth, grows with n where attention's does not: parallel hardware cannot "
+        "shorten it), and see what a context window and a sliding window cost and lose.",
     ),
     misconceptions=(
         "Attention knows word order by itself.",
