@@ -78,14 +78,17 @@ SOLUTIONS = {
 
 MODEL_ANSWERS = {
     "02.cnn_or_rnn": (
-        "An RNN's state at step t depends on every earlier token, but through a chain of t "
-        "multiplications, so old tokens fade (vanishing gradients), and the steps must run one "
-        "after another. A stack of causal convolutions depends only on a fixed window of "
-        "1 + L(k - 1) tokens, but sees that window without fading through time, and every "
-        "position is computed at once, so it parallelises over the length. Reaching k tokens back "
-        "costs an RNN k sequential steps and a convolution stack about k / (kernel - 1) layers (or "
-        "log k with dilations). Attention connects every pair of positions in one step, in "
-        "parallel, with no fixed window; it pays with work and memory that grow with the square "
-        "of the length, and it needs positional information to know the order."
+        "Chain length: the RNN's grows with d (a fixed number of operations per step, 8 for "
+        "our LSTM, so 8n for the whole sequence); the convolution's grows with d / (k - 1) "
+        "layers but not with n; one attention layer reaches any d in a few operations, a "
+        "chain that does not grow with d, and with n only through the sum over n scores "
+        "(about log n rounds added as a tree). Arithmetic: the RNN and the convolution do "
+        "work proportional to n (n steps of H x H products; n positions times L layers of a "
+        "k-wide kernel); attention scores every pair of positions, about n^2 / 2 scores of "
+        "width d_model, and keeps an n x n table of weights, so work and memory grow with the "
+        "square of the length. It also loses order: a weighted sum over positions is the same "
+        "whatever order the tokens come in, so attention needs positional information added "
+        "to its inputs, where the RNN knew the order from the order of its steps (and the "
+        "convolution from its kernel's positions)."
     ),
 }

@@ -146,11 +146,11 @@ def _(answer):
 
 think(
     "02.cnn_or_rnn",
-    "Before attention, sequences were modelled with recurrent networks and with stacks of "
-    "convolutions over time. Compare the two on three counts: what an output position can "
-    "depend on, how the work of one long sequence can be spread over many cores, and how the "
-    "cost of reaching k tokens back grows. Which weakness of each one does attention remove, "
-    "and what does attention pay for it?",
+    "Sections 7 and 8 measured how far back an output reaches and at what cost: reaching d "
+    "tokens back takes the RNN a chain of d steps and a causal convolution with kernel k about "
+    "d / (k - 1) layers. A self-attention layer lets each of n positions read every earlier "
+    "one directly. How do its chain length and its arithmetic grow with d and with n, next to "
+    "the RNN's and the CNN's? What does it lose that the RNN's order of steps gave for free?",
 )
 
 
