@@ -21,7 +21,7 @@ from minitx.train.optim import lr_at
 
 DEPTH_CHOICES = {
     "a": "about the same, within 25%",
-    "b": "between 1.5 and 3 times as large",
+    "b": "between 1.25 and 3 times as large",
     "c": "between 3 and 6 times as large",
     "d": "more than 6 times as large",
 }
