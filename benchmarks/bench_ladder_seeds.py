@@ -93,6 +93,8 @@ def quotes(record: dict) -> list[str]:
         return f"{x:.2f}".replace("-0.00", "0.00")
 
     def q(stat: dict) -> str:
+        if stat["min"] < 0 < stat["max"]:  # three decimals, so the range shows the sign change
+            return f"{stat['mean']:.3f} ({stat['min']:.3f} to {stat['max']:.3f})"
         return f"{f(stat['mean'])} ({f(stat['min'])} to {f(stat['max'])})"
 
     steps, removed = s["steps"], s["removed"]

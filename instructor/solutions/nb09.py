@@ -103,7 +103,7 @@ MODEL_ANSWERS = {
         "measurement finds harms that counts of words do not see: stereotypes carried by context "
         "(which jobs, adjectives or crimes go with which group), toxic or private text it can "
         "reproduce when prompted (that needs targeted searches of samples against the corpus, "
-        "as in section 6, and red-teaming), or how people act on its answers. 'It reflects the "
+        "as in section 5, and red-teaming), or how people act on its answers. 'It reflects the "
         "data' describes the mechanism, it does not excuse the result: whoever chooses the "
         "corpus, the filtering and where the model is used is responsible for what it says, and "
         "a skew that was a fact about plays four centuries old becomes a choice when it is "

@@ -10,8 +10,8 @@
 Every rung sees the same batches, the same number of training tokens and the same
 evaluation batches (:func:`train_rung`: ``minitx.train.trainer.Trainer`` with the one recipe
 :func:`ladder_recipe`), so the ladder of validation losses measures what each piece buys on
-this data and budget. The bigram table, which has no matrix for Muon, trains with AdamW at
-its own swept rate :data:`TABLE_LR` (``benchmarks/bench_ladder_seeds.py``).
+this data and budget. The bigram table, an embedding (the recipe gives embeddings to AdamW,
+not Muon), trains at its own swept rate :data:`TABLE_LR` (``benchmarks/bench_ladder_seeds.py``).
 """
 
 from __future__ import annotations

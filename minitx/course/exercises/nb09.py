@@ -114,7 +114,7 @@ def _top_p_hint(name: str, got: dict, want: dict, args: tuple) -> str:
 
 @implement(
     "09.top_p",
-    "Write top_p_filter(logits, p): logits (..., V) are next-token logits, p a number in "
+    "Write my_top_p_filter(logits, p): logits (..., V) are next-token logits, p a number in "
     "(0, 1]. Keep the smallest set of most likely tokens whose probabilities add up to at "
     "least p, leave their logits as they are, and set every other logit to -inf, so that a "
     "softmax gives those tokens probability 0. Return a new tensor of the same shape. Answer "
