@@ -34,5 +34,6 @@ HIDDEN = {
         "minitx.nn.gpt.GPT",
         "minitx.nn.gpt.GPT.num_parameters",
         "minitx.train.trainer.count_parameters",
+        "minitx.course.tokenization.flops_per_token",
     )),
 }
