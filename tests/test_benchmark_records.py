@@ -361,3 +361,36 @@ def test_notebook_10_prints_the_date_models_record() -> None:
     prose = " ".join(" ".join("".join(c["source"]) for c in cells
                               if c["cell_type"] == "markdown").split())
     assert all(m["lr"] == 1e-2 for m in models) and "$10^{-2}$ for both" in prose
+
+
+# ------------------------------------------------------------ notebook 03's bottleneck, 3,000 steps
+
+
+def test_notebook_03_quotes_the_date_bottleneck_record() -> None:
+    """benchmarks/results/date_bottleneck.json: notebook 03's model without attention trained
+    ten times its budget on three seeds; the notebook quotes it, and what it says holds."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_date_bottleneck", ROOT / "benchmarks" / "bench_date_bottleneck.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    record = json.loads((RESULTS / "date_bottleneck.json").read_text())
+    rows = record["rows"]
+    assert [(r["model"], r["seed"]) for r in rows] == bench.RUNS
+    assert all(r["steps"] == 3000 == 10 * record["recipe"]["notebook_steps"] for r in rows)
+    assert record["summary"] == bench.summary(rows)
+    cells = json.loads((ROOT / "notebooks" / "03_bahdanau_attention.ipynb").read_text())["cells"]
+    prose = " ".join(" ".join("".join(c["source"]) for c in cells
+                              if c["cell_type"] == "markdown").split())
+    s, att = record["summary"]["without attention"], record["summary"]["with attention"]
+    assert bench.quote(record) in prose
+    assert f"with attention (seed 0), {att['one_date']:.2f} and {att['two_dates']:.2f}" in prose
+    rng = {k: f"{s[k]['min']:.2f}-{s[k]['max']:.2f}" for k in ("one_date", "two_dates")}
+    assert (f"one date right in {rng['one_date']} of the inputs but two dates in only "
+            f"{rng['two_dates']}: the bottleneck") in prose  # the recap
+    # what the notebook says of the record: where the loss ends, about half of the pairs lost
+    ends = [r["loss_curve"][-1][1] for r in rows if r["model"] == "without attention"]
+    assert f"its training loss ending at {min(ends):.2f}-{max(ends):.2f};" in prose
+    assert s["one_date"]["min"] > 0.95
+    assert 0.35 < s["two_dates"]["min"] <= s["two_dates"]["max"] < 0.65

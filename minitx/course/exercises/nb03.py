@@ -198,11 +198,11 @@ predict(
 
 think(
     "03.bottleneck",
-    "Without attention the decoder learns about the source only through h_T, 64 numbers. "
-    "Would doubling the hidden size to 128 close the gap measured in section 5 on two-date "
-    "inputs? Would training ten times longer? What grows with the length of the source when "
-    "the decoder attends, and what stays fixed without attention? Which would you change "
-    "first if the inputs held ten dates?",
+    "Without attention the decoder learns about the source only through h_last, 64 numbers. "
+    "Ten times the training left about half of the two-date inputs wrong (section 5). Would "
+    "doubling the hidden size to 128 close that gap? What grows with the length of the "
+    "source when the decoder attends, and what stays fixed without attention? Which would "
+    "you change first if the inputs held ten dates?",
 )
 
 teaching_notes(
