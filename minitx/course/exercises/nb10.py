@@ -265,7 +265,7 @@ def _kv_cache(answer: Any) -> str | None:
 
 think(
     "10.fair_budget",
-    "This notebook gave both models the same number of steps and the same batches. Would "
+    "Section 5's first run gave both models the same number of steps and the same batches. Would "
     "equal seconds of training on your laptop, or equal floating-point operations, be "
     "fairer? Which model would each choice favour, and why? What would you measure to run "
     "that comparison properly?",
