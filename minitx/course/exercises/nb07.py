@@ -162,11 +162,11 @@ teaching_notes(
         "Count parameters of a block and a GPT, and predict the loss at step 0 (ln V).",
         "Measure attention's quadratic cost, compare honestly with an RNN of equal width "
         "(PyTorch's compiled nn.RNN, not only a Python loop, against a whole attention layer "
-        "with its projections; on one thread at n = 1024 the RNN is at best a few tens of "
-        "percent faster, despite 10x fewer operations, and the RNN's chain of dependent "
-        "steps, counted with graph_depth, grows with n where attention's does not: parallel "
-        "hardware cannot "
-        "shorten it), and see what a context window and a sliding window cost and lose.",
+        "with its projections; on one thread at n = 1024 the RNN is faster, by less than its "
+        "10x fewer operations say (how much less depends on the CPU's kernels), and the "
+        "RNN's chain of dependent steps, counted with graph_depth, grows with n where "
+        "attention's does not: parallel hardware cannot shorten it), and see what a context "
+        "window and a sliding window cost and lose.",
     ),
     misconceptions=(
         "Attention knows word order by itself.",
