@@ -23,7 +23,7 @@ from minitx.train.runtime import plan_runtime
 from minitx.train.trainer import TrainConfig, Trainer
 
 __all__ = ["DATE_MODELS", "SHIPPED_DATE_MODELS", "DateTask", "build_date_model",
-           "load_date_models", "train_seq2seq"]
+           "load_date_models", "train_new_date_model", "train_seq2seq"]
 
 # The date models of notebook 10, by name: how to build each, untrained.
 DATE_MODELS = {
@@ -39,6 +39,20 @@ def build_date_model(name: str) -> nn.Module:
         raise ValueError(f"name must be one of {sorted(DATE_MODELS)}, got {name!r}")
     kind, kwargs = DATE_MODELS[name]
     return Seq2Seq.for_dates(**kwargs) if kind == "seq2seq" else DateTransformer(**kwargs)
+
+
+def train_new_date_model(name: str, seed: int, train: Sequence[DateExample],
+                         val: Sequence[DateExample], steps: int, batch_size: int,
+                         lr: float) -> tuple[nn.Module, dict[str, Any]]:
+    """A new model ``name`` of :data:`DATE_MODELS`, weights from ``torch.manual_seed(seed)``,
+    trained by :func:`train_seq2seq` (batches of ``seed``, one evaluation at the end):
+    (the model, its history). A package function, so that
+    :func:`minitx.train.parallel.run_parallel` can train several side by side."""
+    torch.manual_seed(seed)
+    model = build_date_model(name)
+    history = train_seq2seq(model, train, val=val, steps=steps, batch_size=batch_size, lr=lr,
+                            seed=seed, eval_every=steps)
+    return model, history
 
 
 def load_date_models(path: str | Path | None = None) -> dict[str, nn.Module]:

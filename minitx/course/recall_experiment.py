@@ -26,6 +26,7 @@ from minitx.data.recall import RecallTask, make_recall_data
 from minitx.nn.rnn import RecallClassifier
 from minitx.train.config import TrainConfig
 from minitx.train.evaluate import accuracy
+from minitx.train.parallel import run_parallel
 from minitx.train.runtime import plan_runtime
 from minitx.train.trainer import Trainer
 
@@ -71,26 +72,29 @@ def recall_runs(kind: str, hidden: int, gap: int, seeds: Iterable[int], *,
                 batch_size: int = 64, n_eval: int = 500) -> tuple[list[float], list[float]]:
     """(validation accuracies, test accuracies), one of each per seed, after ``steps`` Adam
     steps at rate ``lr``; each set has ``n_eval`` sequences. The seed fixes the initial
-    weights and the batches."""
+    weights and the batches; the seeds train side by side (``run_parallel``)."""
     if lr <= 0 or steps < 1 or n_eval < 1:
         raise ValueError(f"need lr > 0, steps >= 1, n_eval >= 1; got lr={lr}, steps={steps}, "
                          f"n_eval={n_eval}")
+    build_model(kind, hidden, forget_bias, task=RecallTask(gap, batch_size=batch_size))  # checks
+    runs = run_parallel(_one_run, [(kind, hidden, gap, s, forget_bias, lr, steps, batch_size,
+                                    n_eval) for s in seeds])
+    return [v for v, _ in runs], [t for _, t in runs]
+
+
+def _one_run(kind: str, hidden: int, gap: int, seed: int, forget_bias: float | None,
+             lr: float, steps: int, batch_size: int, n_eval: int) -> tuple[float, float]:
     task = RecallTask(gap, batch_size=batch_size)
-    sets = [make_recall_data(n_eval, gap, seed=s) for s in (_VAL_SEED, _TEST_SEED)]
     config = TrainConfig(max_steps=steps, batch_size=batch_size, learning_rate=lr, min_lr=lr,
                          warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999), grad_clip=1.0,
-                         eval_interval=steps, eval_steps=1, log_interval=steps)
-    runtime = plan_runtime("cpu", threads=1)
-    val, test = [], []
-    for s in seeds:
-        torch.manual_seed(s)
-        model = build_model(kind, hidden, forget_bias, task=task)
-        Trainer(model, TrainConfig(**{**config.__dict__, "seed": s}), task.get_batch,
-                loss_fn=task.loss, runtime=runtime, progress=False).train()
-        with torch.no_grad():
-            v, t = (accuracy(model(x), y) for x, y in sets)
-        val.append(v)
-        test.append(t)
+                         eval_interval=steps, eval_steps=1, log_interval=steps, seed=seed)
+    torch.manual_seed(seed)
+    model = build_model(kind, hidden, forget_bias, task=task)
+    Trainer(model, config, task.get_batch, loss_fn=task.loss,
+            runtime=plan_runtime("cpu", threads=1), progress=False).train()
+    sets = [make_recall_data(n_eval, gap, seed=s) for s in (_VAL_SEED, _TEST_SEED)]
+    with torch.no_grad():
+        val, test = (accuracy(model(x), y) for x, y in sets)
     return val, test
 
 
@@ -121,7 +125,8 @@ def _mean(xs: Sequence[float]) -> float:
 
 def tune_lr(kind: str, hidden: int, gap: int, seeds: Iterable[int], *,
             more_seeds: Iterable[int] = (), lrs: Sequence[float] = LEARNING_RATES,
-            forget_bias: float | None = None, **kwargs) -> Sweep:
+            forget_bias: float | None = None, steps: int = 100, batch_size: int = 64,
+            n_eval: int = 500) -> Sweep:
     """Run ``recall_runs`` at every rate of ``lrs`` with the same seeds and budget, pick the
     rate on validation accuracy, then run that rate from ``more_seeds`` too."""
     if not lrs:
@@ -129,11 +134,18 @@ def tune_lr(kind: str, hidden: int, gap: int, seeds: Iterable[int], *,
     seeds, more_seeds = list(seeds), list(more_seeds)
     if shared := sorted(set(seeds) & set(more_seeds)):
         raise ValueError(f"more_seeds must be new seeds, got {shared} in seeds too")
-    runs = {lr: recall_runs(kind, hidden, gap, seeds, forget_bias=forget_bias, lr=lr, **kwargs)
-            for lr in lrs}
-    sweep = Sweep({lr: v for lr, (v, _) in runs.items()}, {lr: t for lr, (_, t) in runs.items()})
+    for lr in lrs:  # the checks recall_runs makes, before any run starts
+        recall_runs(kind, hidden, gap, [], forget_bias=forget_bias, lr=lr, steps=steps,
+                    batch_size=batch_size, n_eval=n_eval)
+    # Every (rate, seed) run at once, so that no core waits for the slowest seed of a rate.
+    flat = run_parallel(_one_run, [(kind, hidden, gap, s, forget_bias, lr, steps, batch_size,
+                                    n_eval) for lr in lrs for s in seeds])
+    n = len(seeds)
+    runs = {lr: flat[i * n:(i + 1) * n] for i, lr in enumerate(lrs)}
+    sweep = Sweep({lr: [v for v, _ in r] for lr, r in runs.items()},
+                  {lr: [t for _, t in r] for lr, r in runs.items()})
     if not more_seeds:
         return sweep
     _, more = recall_runs(kind, hidden, gap, more_seeds, forget_bias=forget_bias,
-                          lr=sweep.best_lr, **kwargs)
+                          lr=sweep.best_lr, steps=steps, batch_size=batch_size, n_eval=n_eval)
     return Sweep(sweep.val, sweep.test, tuple(more))

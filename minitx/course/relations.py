@@ -5,8 +5,8 @@
 of :class:`minitx.nn.attention.MultiHeadAttention` (no MLP, no LayerNorm) and two linear
 read-outs. ``RelationTask.get_batch`` and ``RelationTask.loss`` are all that
 :class:`minitx.train.trainer.Trainer` needs to train it; :func:`train_relations` does so with
-notebook 06's recipe. :func:`relation_scores` measures whether each relation got a head of
-its own.
+notebook 06's recipe, and :func:`train_from_seed` builds and trains a new model.
+:func:`relation_scores` measures whether each relation got a head of its own.
 """
 
 from __future__ import annotations
@@ -121,6 +121,17 @@ def train_relations(model: RelationNet, task: RelationTask, seed: int = 0,
     return trainer.train()["train_loss"]
 
 
+def train_from_seed(task: RelationTask, seed: int, n_layers: int = 2, n_heads: int = 2,
+                    steps: int = 200) -> tuple[RelationNet, list[float]]:
+    """A new ``RelationNet.for_task(task, n_layers=..., n_heads=...)`` with weights from
+    ``torch.manual_seed(seed)``, trained by :func:`train_relations` (``seed``, ``steps``):
+    (the model, the loss of every step). A package function, so that
+    :func:`minitx.train.parallel.run_parallel` can train several side by side."""
+    torch.manual_seed(seed)
+    model = RelationNet.for_task(task, n_layers=n_layers, n_heads=n_heads)
+    return model, train_relations(model, task, seed=seed, steps=steps)
+
+
 def relation_accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:
     """:func:`minitx.train.evaluate.accuracy` of each read-out on ``batch``, dropout off:
     ``{"previous": ..., "partner": ...}`` (positions marked ``IGNORE_INDEX`` left out)."""
@@ -204,5 +215,6 @@ __all__ = [
     "head_contributions",
     "relation_accuracy",
     "relation_scores",
+    "train_from_seed",
     "train_relations",
 ]

@@ -15,6 +15,7 @@ from minitx.course.relations import (
     head_contributions,
     relation_accuracy,
     relation_scores,
+    train_from_seed,
     train_relations,
 )
 from minitx.data import IGNORE_INDEX
@@ -26,6 +27,7 @@ from minitx.data.relations import (
     RelationTask,
     relation_loss,
 )
+from minitx.train.parallel import run_parallel
 from minitx.train.trainer import TrainConfig, Trainer
 
 TASK = RelationTask()
@@ -204,6 +206,23 @@ def test_train_relations_is_notebook_06s_recipe():
         train_relations(ours, TASK, steps=0)
     with pytest.raises(ValueError, match="seed"):
         train_relations(ours, TASK, seed=-1)
+
+
+def test_train_from_seed_is_a_seeded_model_trained_by_the_recipe():
+    """The same model as building it after torch.manual_seed and train_relations, here and
+    in two worker processes."""
+    torch.manual_seed(7)
+    by_hand = RelationNet.for_task(TASK, n_layers=1, n_heads=1)
+    losses = train_relations(by_hand, TASK, seed=7, steps=4)
+    model, curve = train_from_seed(TASK, 7, 1, 1, 4)
+    assert curve == losses and model.n_layers == 1 and model.n_heads == 1
+    for a, b in zip(model.parameters(), by_hand.parameters(), strict=True):
+        assert torch.equal(a, b)
+    jobs = [(TASK, seed, 1, 1, 4) for seed in (7, 8)]
+    (far, far_curve), _ = run_parallel(train_from_seed, jobs, workers=2)
+    assert far_curve == losses
+    assert all(torch.equal(a, b) for a, b in zip(far.parameters(), by_hand.parameters(),
+                                                 strict=True))
 
 
 def test_relation_scores_of_known_weights():
