@@ -25,12 +25,12 @@ import json
 import os
 import platform
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
 from minitx.data import dates
+from minitx.train.parallel import run_parallel
 
 RECORD = Path(__file__).parent / "results" / "date_bottleneck.json"
 STEPS, NOTEBOOK_STEPS, BATCH, LR, LOG_EVERY = 3000, 300, 32, 2e-2, 100
@@ -84,10 +84,6 @@ def run(name: str, seed: int, quick: bool = False) -> dict:
     }  # fmt: skip                                                   # against the 100 before
 
 
-def run_job(job: tuple[str, int, bool]) -> dict:
-    return run(*job)
-
-
 def summary(rows: list[dict]) -> dict:
     """The range over the seeds without attention, and the attention model's run."""
     mine = [r for r in rows if r["model"] == "without attention"]
@@ -123,14 +119,13 @@ def main(argv: list[str] | None = None) -> None:
           f"1 thread per run, {args.jobs} at once", flush=True)
     jobs = [(name, seed, args.quick) for name, seed in RUNS]
     rows = []
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for row in pool.map(run_job, jobs):
-            rows.append(row)
-            print(f"  {row['model']:17s} seed {row['seed']}: one date {row['one_date']:.3f}, "
-                  f"two dates {row['two_dates']:.3f}, each date of a pair {row['pair_each']:.3f} "
-                  f"(first {row['pair_first']:.3f}, second {row['pair_second']:.3f}); loss "
-                  f"{row['loss_curve'][-1][1]:.4f}, {100 * row['last_100_loss_change']:+.1f}% "
-                  f"over the last {LOG_EVERY} steps; {row['wall_s']:.0f} s", flush=True)
+    for row in run_parallel(run, jobs, workers=args.jobs):
+        rows.append(row)
+        print(f"  {row['model']:17s} seed {row['seed']}: one date {row['one_date']:.3f}, "
+              f"two dates {row['two_dates']:.3f}, each date of a pair {row['pair_each']:.3f} "
+              f"(first {row['pair_first']:.3f}, second {row['pair_second']:.3f}); loss "
+              f"{row['loss_curve'][-1][1]:.4f}, {100 * row['last_100_loss_change']:+.1f}% "
+              f"over the last {LOG_EVERY} steps; {row['wall_s']:.0f} s", flush=True)
     record = {
         "command": f"python benchmarks/bench_date_bottleneck.py --jobs {args.jobs} --record",
         "date": datetime.date.today().isoformat(),

@@ -30,13 +30,13 @@ import os
 import platform
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
 from minitx.course.date_translation import SHIPPED_DATE_MODELS, build_date_model
 from minitx.data import dates
+from minitx.train.parallel import run_parallel
 
 RECORD = Path(__file__).parent / "results" / "date_models.json"
 MODELS = ("Bahdanau (GRU)", "transformer")
@@ -95,10 +95,6 @@ def run(name: str, lr: float, seed: int, quick: bool = False) -> tuple[dict, dic
     return row, {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def run_job(job: tuple[str, float, int, bool]) -> tuple[dict, dict]:
-    return run(*job)
-
-
 def best_lr(rows: list[dict]) -> float:
     """The rate that reached the target soonest; if none did, the best final validation."""
     def key(r: dict) -> tuple:
@@ -134,19 +130,19 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"1 thread per run, {args.jobs} at once", flush=True)
     rows, weights = [], {}
-    with ProcessPoolExecutor(args.jobs) as pool:
-        # 1. the sweep: seed 0, every rate
-        jobs = [(n, lr, 0, args.quick) for n in MODELS for lr in LRS[n]]
-        for (n, lr, s, _), (row, w) in zip(jobs, pool.map(run_job, jobs), strict=True):
-            rows.append(row)
-            weights[n, lr, s] = w
-            print(f"  sweep {n:15s} lr {lr:g}: val {row['val_acc']:.3f} at step {row['steps']},"
-                  f" 95% at {row['steps_to_95']}, test {row['test_acc']:.3f}", flush=True)
-        best = {n: best_lr([r for r in rows if r["model"] == n]) for n in MODELS}
-        # 2. seeds 1 and 2 at each model's best rate (seed 0 is the sweep's run)
-        jobs = [(n, best[n], s, args.quick) for n in MODELS for s in SEEDS[1:]]
-        for row, _ in pool.map(run_job, jobs):
-            rows.append(row)
+    # 1. the sweep: seed 0, every rate
+    jobs = [(n, lr, 0, args.quick) for n in MODELS for lr in LRS[n]]
+    runs = run_parallel(run, jobs, workers=args.jobs)
+    for (n, lr, s, _), (row, w) in zip(jobs, runs, strict=True):
+        rows.append(row)
+        weights[n, lr, s] = w
+        print(f"  sweep {n:15s} lr {lr:g}: val {row['val_acc']:.3f} at step {row['steps']},"
+              f" 95% at {row['steps_to_95']}, test {row['test_acc']:.3f}", flush=True)
+    best = {n: best_lr([r for r in rows if r["model"] == n]) for n in MODELS}
+    # 2. seeds 1 and 2 at each model's best rate (seed 0 is the sweep's run)
+    jobs = [(n, best[n], s, args.quick) for n in MODELS for s in SEEDS[1:]]
+    for row, _ in run_parallel(run, jobs, workers=args.jobs):
+        rows.append(row)
     for r in rows:
         r["final"] = r["lr"] == best[r["model"]]
     print(f"\n{'model':15s} {'lr':>6} {'seed':>4} {'steps':>5} {'to 95%':>6} {'test':>6} "

@@ -37,7 +37,10 @@ GROUPS = [
         ["minitx.nn.word_attention", "minitx.viz.attention_explorer", "minitx.viz.explorer"],
     ),
     ("Masks (05)", ["minitx.nn.masks", "minitx.course.leak"]),
-    ("Multi-head attention (06)", ["minitx.data.relations", "minitx.course.relations"]),
+    (
+        "Multi-head attention (06)",
+        ["minitx.data.relations", "minitx.course.relations", "minitx.train.parallel"],
+    ),
     (
         "The transformer block and its cost (07)",
         [

@@ -10,6 +10,7 @@ device and threads it runs on. Imports :mod:`minitx.nn` and :mod:`minitx.data` o
     checkpoint  save, resume, export and load
     runtime     device, threads, autocast and deferred interrupts
     shards      one CPU core per slice of the batch
+    parallel    independent runs side by side, one worker process per core
 """
 
 from minitx.train.checkpoint import load_gpt
