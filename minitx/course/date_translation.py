@@ -25,9 +25,10 @@ from minitx.train.trainer import TrainConfig, Trainer
 __all__ = ["DATE_MODELS", "SHIPPED_DATE_MODELS", "DateTask", "build_date_model",
            "load_date_models", "train_new_date_model", "train_seq2seq"]
 
-# The date models of notebook 10, by name: how to build each, untrained.
+# The date models of notebooks 03 and 10, by name: how to build each, untrained.
 DATE_MODELS = {
     "Bahdanau (GRU)": ("seq2seq", {"attention": "additive"}),  # notebook 03's attention model
+    "GRU, no attention": ("seq2seq", {"attention": None}),  # notebook 03's bottleneck model
     "transformer": ("transformer", {"d_model": 32, "d_ff": 64}),  # notebook 10's
 }
 SHIPPED_DATE_MODELS = Path(__file__).resolve().parents[1] / "data/checkpoints/date_models.pt"
@@ -43,15 +44,18 @@ def build_date_model(name: str) -> nn.Module:
 
 def train_new_date_model(name: str, seed: int, train: Sequence[DateExample],
                          val: Sequence[DateExample], steps: int, batch_size: int,
-                         lr: float) -> tuple[nn.Module, dict[str, Any]]:
+                         lr: float = 2e-2, log_every: int | None = None,
+                         keep_weights_at: Sequence[int] = ()) -> tuple[nn.Module, dict[str, Any]]:
     """A new model ``name`` of :data:`DATE_MODELS`, weights from ``torch.manual_seed(seed)``,
-    trained by :func:`train_seq2seq` (batches of ``seed``, one evaluation at the end):
-    (the model, its history). A package function, so that
-    :func:`minitx.train.parallel.run_parallel` can train several side by side."""
+    trained by :func:`train_seq2seq` (batches of ``seed``, one evaluation at the end; the
+    other arguments are :func:`train_seq2seq`'s): (the model, its history). A package
+    function, so that :func:`minitx.train.parallel.run_parallel` can train several side by
+    side."""
     torch.manual_seed(seed)
     model = build_date_model(name)
     history = train_seq2seq(model, train, val=val, steps=steps, batch_size=batch_size, lr=lr,
-                            seed=seed, eval_every=steps)
+                            seed=seed, eval_every=steps, log_every=log_every,
+                            keep_weights_at=keep_weights_at)
     return model, history
 
 

@@ -52,7 +52,7 @@ def test_the_checkpoint_carries_the_records_summary() -> None:
 
 def test_load_date_models_gives_the_seed_0_models_of_the_record() -> None:
     models = load_date_models()
-    assert list(models) == list(DATE_MODELS)
+    assert list(models) == ["Bahdanau (GRU)", "transformer"] and set(models) <= set(DATE_MODELS)
     assert isinstance(models["Bahdanau (GRU)"], Seq2Seq)
     assert isinstance(models["transformer"], DateTransformer)
     test = dates.generate(1000, seed=3, n_dates=1)[:300]  # notebook 10's test inputs
