@@ -99,11 +99,11 @@ class RelationNet(nn.Module):
 
 
 def train_relations(model: RelationNet, task: RelationTask, seed: int = 0,
-                    steps: int = 200) -> list[float]:
+                    steps: int = 200, lr: float = 1e-2) -> list[float]:
     """Train ``model`` on ``task`` in place with notebook 06's recipe; return the loss of
     every step.
 
-    ``steps`` of plain Adam (a constant rate of 1e-2; no warm-up, decay or clipping) on
+    ``steps`` of plain Adam (a constant rate ``lr``, default 1e-2; no warm-up, decay or clipping) on
     fresh batches of ``task.batch_size`` sequences drawn from ``seed``, on one CPU thread.
     The same ``model`` initialisation and ``seed`` give the same model.
     """
@@ -112,8 +112,10 @@ def train_relations(model: RelationNet, task: RelationTask, seed: int = 0,
     for name, value, minimum in (("seed", seed, 0), ("steps", steps, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    adam = TrainConfig(max_steps=steps, batch_size=task.batch_size, learning_rate=1e-2,
-                       min_lr=1e-2, warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999),
+    if not (isinstance(lr, int | float) and not isinstance(lr, bool) and lr > 0):
+        raise ValueError(f"lr must be a number > 0, got {lr!r}")
+    adam = TrainConfig(max_steps=steps, batch_size=task.batch_size, learning_rate=lr,
+                       min_lr=lr, warmup_steps=0, weight_decay=0.0, betas=(0.9, 0.999),
                        grad_clip=0.0, eval_interval=steps, eval_steps=1, log_interval=1,
                        seed=seed)  # plain Adam at a constant rate, a loss logged every step
     trainer = Trainer(model, adam, task.get_batch, loss_fn=task.loss,
@@ -122,14 +124,15 @@ def train_relations(model: RelationNet, task: RelationTask, seed: int = 0,
 
 
 def train_from_seed(task: RelationTask, seed: int, n_layers: int = 2, n_heads: int = 2,
-                    steps: int = 200) -> tuple[RelationNet, list[float]]:
+                    steps: int = 200, lr: float = 1e-2) -> tuple[RelationNet, list[float]]:
     """A new ``RelationNet.for_task(task, n_layers=..., n_heads=...)`` with weights from
-    ``torch.manual_seed(seed)``, trained by :func:`train_relations` (``seed``, ``steps``):
+    ``torch.manual_seed(seed)``, trained by :func:`train_relations` (``seed``, ``steps``,
+    ``lr``):
     (the model, the loss of every step). A package function, so that
     :func:`minitx.train.parallel.run_parallel` can train several side by side."""
     torch.manual_seed(seed)
     model = RelationNet.for_task(task, n_layers=n_layers, n_heads=n_heads)
-    return model, train_relations(model, task, seed=seed, steps=steps)
+    return model, train_relations(model, task, seed=seed, steps=steps, lr=lr)
 
 
 def relation_accuracy(model: RelationNet, batch: RelationBatch) -> dict[str, float]:

@@ -188,7 +188,7 @@ _TWO_HEADS_ADVICE = (
     "decimals.",
 )
 def _two_heads(answer: Any) -> str | None:
-    return check_sealed("06.two_heads", answer, _TWO_HEADS, count=2, decimals=2, atol=0.006,
+    return check_sealed("06.two_heads", answer, _TWO_HEADS, count=2, decimals=2,
                         hints=_TWO_HEADS_MISTAKES, advice=_TWO_HEADS_ADVICE)
 
 

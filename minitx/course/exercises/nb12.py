@@ -216,7 +216,7 @@ def _bits(answer: Any) -> str | None:
     if type(answer) in (tuple, list) and any(isinstance(v, str) for v in answer):
         return "answer with numbers, not strings: a pair such as (1.23, 4.56)"
     return check_sealed(
-        "12.bits", answer, _BITS, count=2, decimals=2, atol=0.005, hints=_BITS_MISTAKES,
+        "12.bits", answer, _BITS, count=2, decimals=2, hints=_BITS_MISTAKES,
         advice="first the nats of the whole text (the loss per token times the tokens), then "
         "per character, then from nats to bits (1 bit = ln 2 nats)",
     )
