@@ -394,3 +394,39 @@ def test_notebook_03_quotes_the_date_bottleneck_record() -> None:
     assert f"its training loss ending at {min(ends):.2f}-{max(ends):.2f};" in prose
     assert s["one_date"]["min"] > 0.95
     assert 0.35 < s["two_dates"]["min"] <= s["two_dates"]["max"] < 0.65
+
+
+# ------------------------------------------------------------ notebook 12's race, ten times longer
+
+
+def test_notebook_12_quotes_the_tokenization_budget_record() -> None:
+    """benchmarks/results/tokenization_budget.json: notebook 12's characters-against-BPE race at
+    ten times its steps, three seeds; the notebook quotes it, and what it says of it holds."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_tokenization_budget", ROOT / "benchmarks" / "bench_tokenization_budget.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    record = json.loads((RESULTS / "tokenization_budget.json").read_text())
+    rows = record["rows"]
+    assert [(r["kind"], r["seed"]) for r in rows] == [
+        (k, s) for s in bench.SEEDS for k in ("characters", "BPE")]
+    assert record["notebook_steps"] == {"characters": 120, "BPE": 97}
+    assert record["steps"] == {"characters": 1200, "BPE": 967}  # matched FLOPs, as the notebook
+    assert all(r["steps"] == record["steps"][r["kind"]] for r in rows)
+    for r in rows:  # bits per character from the summed nats and the characters scored
+        assert r["bits_per_char"] == pytest.approx(r["nats"] / r["chars"] / math.log(2), abs=1e-3)
+    assert record["summary"] == bench.summary(rows)
+    assert "bench_tokenization_budget.py --record" in record["command"] and record["machine"]
+    cells = json.loads((ROOT / "notebooks" / "12_tokenization.ipynb").read_text())["cells"]
+    prose = " ".join(" ".join("".join(c["source"]) for c in cells
+                              if c["cell_type"] == "markdown").split())
+    assert bench.quote(record) in prose
+    gap = record["summary"]["gap"]
+    rng = f"{gap['min']:.2f} to {gap['max']:.2f} bits per character"
+    assert prose.count(rng) == 2  # the discussion and the recap
+    # what the notebook says of it: BPE still lower on every seed, by about a third of 0.4
+    assert all(g > 0 for g in gap["per_seed"].values()) and gap["min"] > 0
+    assert 0.08 < gap["min"] <= gap["max"] < 0.2
+    assert record["summary"]["BPE"]["max"] < record["summary"]["characters"]["min"]

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from minitx.course.exercises import teaching_notes, think
-from minitx.course.exercises.checks import compare, compute, implement, predict
+from minitx.course.exercises.checks import _guarded, compare, implement, predict
 from minitx.course.exercises.seal import seal
 from minitx.nn.attention import AdditiveAttention
 
@@ -54,11 +54,36 @@ def _iso_hint(i: int, date: str) -> str | None:
     return f"#{i} is not right yet"
 
 
-@compute(
+# A trained model reads the dates for the learner: the answer may not come from one.
+ISO_FORBID = ("minitx.nn.seq2seq.translate", "minitx.nn.seq2seq.Seq2Seq")
+
+
+def _iso_made_by_model(answer: Any) -> str | None:
+    """Why the cell now running computes its answer to "03.iso" with one of
+    :data:`ISO_FORBID`, read from the kernel's input history; None if it does not, or
+    outside a kernel (the teacher's grading reads the saved notebook the same way)."""
+    from minitx.course.exercises import _CHECK_CALL
+    from minitx.course.exercises.review import answer_refusal, forbidden_objects
+    from minitx.course.nbgrader_export import _kernel_sources
+
+    sources = _kernel_sources() or []
+    cells = [i for i, src in enumerate(sources) if "03.iso" in _CHECK_CALL.findall(src)]
+    if not cells:
+        return None
+    why = answer_refusal(sources, cells[-1], "03.iso", forbidden_objects(ISO_FORBID))
+    if why is None or not why.startswith("the answer uses"):
+        return None  # other refusals are the teacher's grading's to make
+    return f"{why}: a trained model reads the dates for you; apply the rules yourself"
+
+
+@_guarded(
     "03.iso",
     "Following the task's rules (numeric dates are day first; two-digit years 50-99 are "
     "19xx, 00-49 are 20xx), write the ISO date of each source in "
     "minitx.course.exercises.nb03.iso_sources() as a list of 4 strings 'yyyy-mm-dd'.",
+    "compute",
+    _iso_made_by_model,
+    ISO_FORBID,
 )
 def _iso(answer: Any) -> str | None:
     if type(answer) not in (list, tuple):
