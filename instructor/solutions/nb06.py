@@ -99,20 +99,18 @@ SOLUTIONS = {
 
 MODEL_ANSWERS = {
     "06.why_heads": (
-        "A head computes one softmax per query, so one weighted average of the values: a single "
-        "head must choose one distribution over positions for each query. To serve both the "
-        "previous token and the partner it has to split its weight between them and blend their "
-        "values into one vector that the read-outs must pull apart again. In section 7 one "
-        "layer of one head fell short on every seed after 200 steps, its loss still falling on "
-        "two of them, while one layer of two heads of the same total size learned both: the "
-        "runs show it slower at this budget, not unable: with more steps (1000 at a learning "
-        "rate of 3e-3) one head learns both too, over 99.8% on seeds 0 to 2. Two layers of "
-        "one head also learned both: the second layer gives a second attention pattern, one "
-        "relation per layer. "
-        "Eight heads give each query eight separate distributions, so one can look one step "
-        "back while another finds the partner, and W_O sums what they write. The price is that "
-        "each head compares queries and keys in only d_k dimensions, so its score matrix has "
-        "rank at most d_k and it can express fewer patterns; with too many heads d_k becomes "
-        "too small to tell keys apart."
+        "At the brackets, the only positions that have a partner. A head computes one softmax "
+        "per query: at a bracket the single head must put its weight on the partner to answer "
+        "the partner question, which leaves little on the previous token; at a letter there is "
+        "no partner to find, so it can look one step back. Measured for that run (seed 2, "
+        "learning rate 1e-2, 1,000 steps, the 2,000 test sequences): previous-token accuracy "
+        "1.00 at positions without a partner and 0.24 at brackets, and the head's mean weight "
+        "on the partner at bracket queries 0.99 (relation_scores). To check: "
+        "relation_accuracy split into bracket and other positions, or relation_scores and the "
+        "heatmap of that head on an example (section 5's measurements). Two heads give each "
+        "query two softmaxes, one free to look back while the other finds the partner, and "
+        "W_O adds what both write; two layers give the same freedom one after the other. At "
+        "a smaller rate (3e-3) the one head did learn both on every seed, so a single head "
+        "can share its weight between the two at a bracket, but it is harder to learn."
     ),
 }

@@ -114,8 +114,9 @@ CASES: dict[str, Case] = {
     # (0, 1, -1): -3/7
     "06.two_heads": Case(
         right=((1.0, -0.43), [1, -3 / 7], np.array([1.0, -0.4286]), torch.tensor([1.0, -0.43]),
-               (np.float64(1.0), torch.tensor(-0.428, dtype=torch.float32)), [1.0, -0.42]),
+               (np.float64(1.0), torch.tensor(-0.428, dtype=torch.float32))),
         wrong=(
+            ([1.0, -0.42], "for each head alone"),  # -3/7 cut, not rounded: graded wrong too
             ((-0.43, 1.0), "swapped"),
             ((1.0, -0.31), "sqrt(d_k) = sqrt(1)"),
             ((1.0, -0.58), "multiply by ln 2"),

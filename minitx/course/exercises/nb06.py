@@ -215,10 +215,10 @@ predict(
 
 think(
     "06.why_heads",
-    "Eight heads of d_k = 8 have as many parameters as one head of width 64. What can the "
-    "eight do that the wide head cannot, and what does each give up? Why might one layer of "
-    "one head learn the relation task more slowly than one layer of two (section 7), and why "
-    "do two layers of one head manage?",
+    "In section 7, seed 2's one layer of one head, after 1,000 steps at the recipe's rate, "
+    "answered every partner but only 80% of the previous tokens. At which positions of a "
+    "sequence would you expect its previous-token mistakes, and why? Which measurement of "
+    "section 5 would check your answer, and why would two heads avoid the mistakes?",
 )
 
 
