@@ -389,10 +389,11 @@ def test_notebook_03_quotes_the_date_bottleneck_record() -> None:
     assert f"with attention (seed 0), {att['one_date']:.2f} and {att['two_dates']:.2f}" in prose
     rng = {k: f"{s[k]['min']:.2f}-{s[k]['max']:.2f}" for k in ("one_date", "two_dates")}
     assert (f"one date right in {rng['one_date']} of the inputs but two dates in only "
-            f"{rng['two_dates']}: the bottleneck") in prose  # the recap
+            f"{rng['two_dates']} (attention {att['two_dates']:.2f}): consistent with a "
+            "bottleneck") in prose  # the recap
     # what the notebook says of the record: where the loss ends, about half of the pairs lost
     ends = [r["loss_curve"][-1][1] for r in rows if r["model"] == "without attention"]
-    assert f"its training loss ending at {min(ends):.2f}-{max(ends):.2f};" in prose
+    assert f"training loss {min(ends):.2f}-{max(ends):.2f};" in prose
     assert s["one_date"]["min"] > 0.95
     assert 0.35 < s["two_dates"]["min"] <= s["two_dates"]["max"] < 0.65
 
