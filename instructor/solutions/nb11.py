@@ -97,7 +97,7 @@ MODEL_ANSWERS = {
         "stacks trained at high learning rates, which two layers never test; test it by "
         "training 2, 8 and 16 layers at a raised learning rate and counting diverged runs. "
         "Length: RoPE's relative positions matter when contexts are long and documents vary, "
-        "while context 64 on one play-sized text barely asks for positions; test it by "
+        "while a context of 64 characters leaves long offsets untested; test it by "
         "evaluating beyond the training length, as section 6 does, or on a task that needs "
         "an exact offset (copy the token 40 back). Scale of data: gains of a few percent "
         "(SwiGLU's) compound over a trillion tokens and are smaller than a seed spread over "
