@@ -17,7 +17,6 @@ validation batches) and on the whole validation split (``split_loss``).
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import math
@@ -27,6 +26,7 @@ import statistics
 from pathlib import Path
 
 import torch
+from bench_cli import parse_args
 
 from minitx.course.ladder import ladder_recipe
 from minitx.data import load_text, train_val_split
@@ -61,12 +61,7 @@ def run(optimizer: str, lr: float | None, seed: int, train: torch.Tensor, val: t
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few steps each (smoke run)")
-    parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
-    args = parser.parse_args(argv)
-    if args.record and args.quick:
-        raise SystemExit("--record needs the full runs: drop --quick")
+    args = parse_args(__doc__, RECORD, argv)
     torch.set_num_threads(1)
     steps = 40 if args.quick else 800
 

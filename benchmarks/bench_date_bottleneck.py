@@ -19,15 +19,14 @@ over the last 100 steps.
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 import os
 import platform
 import time
 from pathlib import Path
 
 import torch
+from bench_cli import parse_args, write_record
 
 from minitx.data import dates
 from minitx.train.parallel import run_parallel
@@ -107,13 +106,7 @@ def quote(record: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few steps each (smoke run)")
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once, one thread each")
-    parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
-    args = parser.parse_args(argv)
-    if args.record and args.quick:
-        raise SystemExit("--record needs the full runs: drop --quick")
+    args = parse_args(__doc__, RECORD, argv, jobs=True)
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"1 thread per run, {args.jobs} at once", flush=True)
@@ -139,8 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     record["summary"] = summary(rows)
     print("\nnotebook 03:", quote(record))
     if args.record:
-        RECORD.write_text(json.dumps(record, indent=1) + "\n")
-        print(f"wrote {RECORD}")
+        write_record(record, RECORD)
 
 
 if __name__ == "__main__":

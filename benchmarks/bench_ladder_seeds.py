@@ -22,10 +22,8 @@ and beside it the counted bigram on the same batches.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import itertools
-import json
 import os
 import platform
 import statistics
@@ -34,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+from bench_cli import parse_args, write_record
 
 from minitx.course.ladder import RUNGS, TABLE_LR, Rung, counted_bigram, train_rung
 from minitx.data import load_text, train_val_split
@@ -113,12 +112,7 @@ def quotes(record: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few steps each (smoke run)")
-    parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
-    args = parser.parse_args(argv)
-    if args.record and args.quick:
-        raise SystemExit("--record needs the full runs: drop --quick")
+    args = parse_args(__doc__, RECORD, argv)
     steps = 20 if args.quick else STEPS
 
     text = load_text("tinyshakespeare")
@@ -157,8 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.quick and s["best table rate"] != TABLE_LR:
         raise SystemExit(f"the sweep's best rate {s['best table rate']} is not TABLE_LR")
     if args.record:
-        RECORD.write_text(json.dumps(record, indent=1) + "\n")
-        print(f"wrote {RECORD}")
+        write_record(record, RECORD)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ equally.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import math
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 import torch
+from bench_cli import parse_args
 
 from minitx.data import load_text, train_val_split
 from minitx.data.batches import BlockBatches
@@ -64,12 +64,7 @@ def verdict(rows: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few steps each (smoke run)")
-    parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
-    args = parser.parse_args(argv)
-    if args.record and args.quick:
-        raise SystemExit("--record needs the full runs: drop --quick")
+    args = parse_args(__doc__, RECORD, argv)
 
     text = load_text("tinyshakespeare")
     tok = CharTokenizer.from_text(text)

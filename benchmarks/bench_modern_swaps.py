@@ -14,7 +14,6 @@ three times the larger seed spread. The notebook quotes the record (a test check
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 import torch
+from bench_cli import parse_args
 
 from minitx.course import modern_block as mb
 from minitx.data import load_text, train_val_split
@@ -59,12 +59,7 @@ def quote(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few steps each (smoke run)")
-    parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
-    args = parser.parse_args(argv)
-    if args.record and args.quick:
-        raise SystemExit("--record needs the full runs: drop --quick")
+    args = parse_args(__doc__, RECORD, argv)
     steps = 8 if args.quick else STEPS
 
     torch.set_num_threads(1)

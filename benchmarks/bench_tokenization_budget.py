@@ -17,9 +17,7 @@ seed. The notebook quotes the record (a test checks it).
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -27,6 +25,7 @@ import time
 from pathlib import Path
 
 import torch
+from bench_cli import parse_args, write_record
 
 from minitx.course import tokenization as tz
 from minitx.data import load_text, train_val_split
@@ -77,12 +76,7 @@ def quote(record: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few steps each (smoke run)")
-    parser.add_argument("--record", action="store_true", help=f"write {RECORD.name}")
-    args = parser.parse_args(argv)
-    if args.record and args.quick:
-        raise SystemExit("--record needs the full runs: drop --quick")
+    args = parse_args(__doc__, RECORD, argv)
 
     torch.set_num_threads(1)
     toks, ids = tokenizers_and_ids(load_text("tinyshakespeare"))
@@ -124,8 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{kind:10s} mean {s['mean']:.4f}, spread {s['spread']:.4f}")
     print("\nnotebook 12:", quote(record))
     if args.record:
-        RECORD.write_text(json.dumps(record, indent=1) + "\n")
-        print(f"wrote {RECORD}")
+        write_record(record, RECORD)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -189,14 +190,7 @@ def test_benchmarks_doc_quotes_the_cpu_recipe_record(cpu_recipe: dict) -> None:
 
 
 def _bench_modern_arch():
-    """benchmarks/bench_modern_arch.py as a module (the benchmarks are scripts, not a package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_modern_arch", ROOT / "benchmarks" / "bench_modern_arch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("bench_modern_arch")
 
 
 def modern_arch_sentence(record: dict, bench) -> str:
@@ -308,14 +302,10 @@ def test_the_char_bpe_record_follows_from_its_runs_and_readme_quotes_it() -> Non
 def test_the_ladder_record_is_three_seeds_and_notebook_09_quotes_it() -> None:
     """benchmarks/results/ladder_seeds.json: every rung and variant on three seeds, the table
     at the sweep's best rate; notebook 09 quotes it, and what the notebook says of it holds."""
-    import importlib.util
 
     from minitx.course.ladder import RUNGS, TABLE_LR
 
-    spec = importlib.util.spec_from_file_location(
-        "bench_ladder_seeds", ROOT / "benchmarks" / "bench_ladder_seeds.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bench_ladder_seeds")
     record = json.loads((RESULTS / "ladder_seeds.json").read_text())
     names = [r.name for r in RUNGS + bench.VARIANTS]
     assert [(r["rung"], r["seed"]) for r in record["rows"]] == [
@@ -370,12 +360,8 @@ def test_notebook_10_prints_the_date_models_record() -> None:
 def test_notebook_03_quotes_the_date_bottleneck_record() -> None:
     """benchmarks/results/date_bottleneck.json: notebook 03's model without attention trained
     ten times its budget on three seeds; the notebook quotes it, and what it says holds."""
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "bench_date_bottleneck", ROOT / "benchmarks" / "bench_date_bottleneck.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bench_date_bottleneck")
     record = json.loads((RESULTS / "date_bottleneck.json").read_text())
     rows = record["rows"]
     assert [(r["model"], r["seed"]) for r in rows] == bench.RUNS
@@ -404,12 +390,8 @@ def test_notebook_03_quotes_the_date_bottleneck_record() -> None:
 def test_notebook_12_quotes_the_tokenization_budget_record() -> None:
     """benchmarks/results/tokenization_budget.json: notebook 12's characters-against-BPE race at
     ten times its steps, three seeds; the notebook quotes it, and what it says of it holds."""
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "bench_tokenization_budget", ROOT / "benchmarks" / "bench_tokenization_budget.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bench_tokenization_budget")
     record = json.loads((RESULTS / "tokenization_budget.json").read_text())
     rows = record["rows"]
     assert [(r["kind"], r["seed"]) for r in rows] == [

@@ -5,13 +5,13 @@ cache's bytes per token."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 import torch
+from bench_scripts import load_bench
 
 from minitx.course import modern_block as mb
 from minitx.nn.gpt import GPT, kv_cache_numel
@@ -129,10 +129,7 @@ def test_the_notebook_quotes_the_600_step_record():
     seeds, 600 steps each. The notebook quotes its means and verdicts; RoPE is lower and
     SwiGLU higher on every seed, and no swap clears three seed spreads (the recap)."""
     root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location(
-        "bench_modern_swaps", root / "benchmarks" / "bench_modern_swaps.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bench_modern_swaps")
     rows = json.loads(bench.RECORD.read_text())["rows"]
     assert [(r["variant"], r["seed"]) for r in rows] == [
         (name, seed) for seed in bench.SEEDS for name in mb.VARIANTS]
