@@ -73,13 +73,19 @@ def recall_runs(kind: str, hidden: int, gap: int, seeds: Iterable[int], *,
     """(validation accuracies, test accuracies), one of each per seed, after ``steps`` Adam
     steps at rate ``lr``; each set has ``n_eval`` sequences. The seed fixes the initial
     weights and the batches; the seeds train side by side (``run_parallel``)."""
+    runs = run_parallel(_one_run, _jobs(kind, hidden, gap, seeds, forget_bias, lr, steps,
+                                        batch_size, n_eval))
+    return [v for v, _ in runs], [t for _, t in runs]
+
+
+def _jobs(kind: str, hidden: int, gap: int, seeds: Iterable[int], forget_bias: float | None,
+          lr: float, steps: int, batch_size: int, n_eval: int) -> list[tuple]:
+    """One ``_one_run`` job per seed, after checking the settings before any run starts."""
     if lr <= 0 or steps < 1 or n_eval < 1:
         raise ValueError(f"need lr > 0, steps >= 1, n_eval >= 1; got lr={lr}, steps={steps}, "
                          f"n_eval={n_eval}")
     build_model(kind, hidden, forget_bias, task=RecallTask(gap, batch_size=batch_size))  # checks
-    runs = run_parallel(_one_run, [(kind, hidden, gap, s, forget_bias, lr, steps, batch_size,
-                                    n_eval) for s in seeds])
-    return [v for v, _ in runs], [t for _, t in runs]
+    return [(kind, hidden, gap, s, forget_bias, lr, steps, batch_size, n_eval) for s in seeds]
 
 
 def _one_run(kind: str, hidden: int, gap: int, seed: int, forget_bias: float | None,
@@ -134,12 +140,9 @@ def tune_lr(kind: str, hidden: int, gap: int, seeds: Iterable[int], *,
     seeds, more_seeds = list(seeds), list(more_seeds)
     if shared := sorted(set(seeds) & set(more_seeds)):
         raise ValueError(f"more_seeds must be new seeds, got {shared} in seeds too")
-    for lr in lrs:  # the checks recall_runs makes, before any run starts
-        recall_runs(kind, hidden, gap, [], forget_bias=forget_bias, lr=lr, steps=steps,
-                    batch_size=batch_size, n_eval=n_eval)
     # Every (rate, seed) run at once, so that no core waits for the slowest seed of a rate.
-    flat = run_parallel(_one_run, [(kind, hidden, gap, s, forget_bias, lr, steps, batch_size,
-                                    n_eval) for lr in lrs for s in seeds])
+    flat = run_parallel(_one_run, [job for lr in lrs for job in _jobs(
+        kind, hidden, gap, seeds, forget_bias, lr, steps, batch_size, n_eval)])
     n = len(seeds)
     runs = {lr: flat[i * n:(i + 1) * n] for i, lr in enumerate(lrs)}
     sweep = Sweep({lr: [v for v, _ in r] for lr, r in runs.items()},
